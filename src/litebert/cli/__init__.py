@@ -1,0 +1,36 @@
+"""The `litebert` command line: one argparse subcommand per pipeline step, each calling one library function.
+
+Each submodule owns the subcommands of one concern and exposes `register(subparsers)`; the handlers only
+turn arguments into configs and call the library, so everything a command does is testable without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Order is the order of the pipeline: text -> tokenizer -> data -> pretrain -> fine-tune, plus model tools.
+_MODULES = ("model", "text", "data", "pretrain", "finetune")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="litebert", description="ALBERT in PyTorch, end to end.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in _MODULES:
+        importlib.import_module(f"litebert.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, KeyError) as exc:
+        # User errors carry a message naming the file/field; a traceback would only hide it.
+        print(f"litebert {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
