@@ -1,0 +1,100 @@
+"""LAMB against a hand-computed step (PAPER.md section 5), AdamW groups and the learning-rate schedule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from litebert.train.optim import Lamb, build_optimizer, is_excluded, lr_schedule
+
+
+class Toy(nn.Module):
+    """Names chosen like the official checkpoint: a dense kernel, its bias, a LayerNorm."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = nn.Linear(3, 2)
+        self.LayerNorm = nn.LayerNorm(2)
+
+
+def _hand_lamb(w, g, m, v, *, lr, wd, excluded, b1=0.9, b2=0.999, eps=1e-6):
+    """One official LAMB step written with numpy float64, element by element."""
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    u = m / (np.sqrt(v) + eps)
+    if not excluded:
+        u = u + wd * w
+        wn, un = math.sqrt(float((w * w).sum())), math.sqrt(float((u * u).sum()))
+        ratio = wn / un if wn > 0 and un > 0 else 1.0
+    else:
+        ratio = 1.0
+    return w - lr * ratio * u, m, v
+
+
+@pytest.mark.parametrize("with_excluded", [True, False])
+def test_lamb_matches_hand_computed_steps(with_excluded: bool) -> None:
+    torch.manual_seed(0)
+    model = Toy().double()
+    with torch.no_grad():
+        model.LayerNorm.weight.uniform_(0.5, 1.5)
+        model.LayerNorm.bias.uniform_(-0.5, 0.5)
+    named = [(n, p) for n, p in model.named_parameters() if with_excluded or n == "dense.weight"]
+    opt = Lamb(named, lr=0.1, weight_decay=0.01)
+    ref = {n: (p.detach().numpy().copy(), 0.0, 0.0) for n, p in named}
+    rng = np.random.default_rng(0)
+    for _ in range(3):  # several steps so m and v carry over
+        grads = {n: rng.normal(size=tuple(p.shape)) for n, p in named}
+        for n, p in named:
+            p.grad = torch.from_numpy(grads[n].copy())
+        opt.step()
+        for n, _p in named:
+            w, m, v = ref[n]
+            ref[n] = _hand_lamb(w, grads[n], m, v, lr=0.1, wd=0.01, excluded=is_excluded(n))
+    for n, p in named:
+        np.testing.assert_allclose(p.detach().numpy(), ref[n][0], rtol=1e-12, atol=1e-14)
+    # The excluded ones really took the plain (no decay, ratio 1) path, the dense kernel the adapted one.
+    assert is_excluded("LayerNorm.weight") and is_excluded("dense.bias") and not is_excluded("dense.weight")
+
+
+def test_lamb_trust_ratio_is_one_for_zero_weights_and_not_clipped() -> None:
+    w = nn.Parameter(torch.zeros(4, dtype=torch.float64))
+    opt = Lamb([("w", w)], lr=1.0, weight_decay=0.0)
+    w.grad = torch.full((4,), 2.0, dtype=torch.float64)
+    opt.step()
+    # ||w|| = 0 -> ratio 1: update = m / (sqrt(v) + eps) = 0.2 / (sqrt(0.004) + 1e-6).
+    expected = -0.2 / (math.sqrt(0.004) + 1e-6)
+    torch.testing.assert_close(w.detach(), torch.full((4,), expected, dtype=torch.float64))
+    # A large ||w|| / ||u|| is used as is (not clipped to 10 as some LAMB variants do).
+    big = nn.Parameter(torch.full((4,), 1000.0, dtype=torch.float64))
+    opt = Lamb([("big", big)], lr=1e-3, weight_decay=0.0)
+    big.grad = torch.ones(4, dtype=torch.float64)
+    opt.step()
+    u = 0.1 / (math.sqrt(0.001) + 1e-6)
+    ratio = 2000.0 / (2 * u)
+    torch.testing.assert_close(big.detach(), torch.full((4,), 1000.0 - 1e-3 * ratio * u, dtype=torch.float64))
+
+
+def test_lamb_refuses_unnamed_params() -> None:
+    with pytest.raises(ValueError, match="named parameters"):
+        Lamb(Toy().parameters())
+
+
+def test_adamw_groups_skip_decay_by_name() -> None:
+    opt = build_optimizer(Toy(), name="adamw", lr=1e-3, weight_decay=0.01)
+    names = {g["weight_decay"]: sorted(g["param_names"]) for g in opt.param_groups}
+    assert names == {0.01: ["dense.weight"], 0.0: ["LayerNorm.bias", "LayerNorm.weight", "dense.bias"]}
+    with pytest.raises(ValueError, match="optimizer must be"):
+        build_optimizer(Toy(), name="sgd", lr=1e-3, weight_decay=0.0)
+
+
+def test_lr_schedule_warmup_then_polynomial_decay() -> None:
+    kw = dict(peak_lr=0.00176, warmup_steps=3125, total_steps=125000)
+    assert lr_schedule(0, **kw) == 0.0
+    assert lr_schedule(1562, **kw) == pytest.approx(0.00176 * 1562 / 3125)
+    assert lr_schedule(3125, **kw) == pytest.approx(0.00176 * (1 - 3125 / 125000))
+    assert lr_schedule(125000, **kw) == 0.0
+    assert lr_schedule(62500, power=2.0, **kw) == pytest.approx(0.00176 * 0.25)
