@@ -61,15 +61,13 @@ class ModelConfig:
                 raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
         if self.hidden_size % self.num_heads:
             raise ValueError(
-                f"ModelConfig.hidden_size ({self.hidden_size}) must be divisible by "
-                f"num_heads ({self.num_heads})"
+                f"ModelConfig.hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads})"
             )
         if self.sharing not in SHARING:
             raise ValueError(f"ModelConfig.sharing must be one of {SHARING}, got {self.sharing!r}")
         if self.num_hidden_groups > self.num_layers or self.num_layers % self.num_hidden_groups:
             raise ValueError(
-                f"ModelConfig.num_hidden_groups ({self.num_hidden_groups}) must divide "
-                f"num_layers ({self.num_layers})"
+                f"ModelConfig.num_hidden_groups ({self.num_hidden_groups}) must divide num_layers ({self.num_layers})"
             )
         if self.sharing != "all" and (self.num_hidden_groups != 1 or self.inner_group_num != 1):
             raise ValueError(

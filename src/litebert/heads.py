@@ -1,0 +1,103 @@
+"""Pretraining heads and the pretraining model: masked-LM (tied to the word embeddings) and SOP/NSP.
+
+Fine-tuning heads live in finetune_heads.py; both sit on the same backbone (model.Albert).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from litebert.config import ModelConfig
+from litebert.model import Albert, activation, init_weights
+
+IGNORE = -100  # label value for padding slots (masked LM) and for "no pair label" (SOP)
+
+
+class MLMHead(nn.Module):
+    """Linear(H, E) -> GELU -> LayerNorm -> logits = h @ word_embeddingsᵀ + bias (decoder tied to the input
+    embeddings, as the official code: the only V-sized parameter of its own is the bias)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.act = config.hidden_act
+        self.dense = nn.Linear(config.hidden_size, config.embedding_size)
+        self.norm = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, h: torch.Tensor, word_embeddings: torch.Tensor) -> torch.Tensor:
+        h = self.norm(activation(self.act, self.dense(h)))  # (B, P, E)
+        return F.linear(h, word_embeddings, self.bias)  # (B, P, V)
+
+
+@dataclass
+class PretrainingOutput:
+    last_hidden_state: torch.Tensor  # (B, T, H)
+    pooled: torch.Tensor  # (B, H)
+    mlm_logits: torch.Tensor  # (B, P, V) at the given masked positions, else (B, T, V)
+    sop_logits: torch.Tensor  # (B, 2)
+    loss: torch.Tensor | None = None
+    mlm_loss: torch.Tensor | None = None
+    sop_loss: torch.Tensor | None = None
+
+
+def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """sum(w * CE) / (sum(w) + 1e-5) with w = 1 on real slots (official run_pretraining.get_masked_lm_output)."""
+    weights = (labels != IGNORE).to(logits.dtype)
+    ce = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(),
+        labels.reshape(-1).clamp(min=0),
+        reduction="none",
+    )
+    weights = weights.reshape(-1).float()
+    return (ce * weights).sum() / (weights.sum() + 1e-5)
+
+
+def sop_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over examples that have a pair label; zero when none has (objective "none")."""
+    valid = labels != IGNORE
+    if not bool(valid.any()):
+        return logits.sum() * 0.0  # keeps the graph (and DDP's gradient buckets) intact
+    return F.cross_entropy(logits.float(), labels, ignore_index=IGNORE)
+
+
+class AlbertForPretraining(nn.Module):
+    """Backbone + MLM head + SOP head; loss = MLM + SOP (paper section 4.1)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.albert = Albert(config)
+        self.mlm_head = MLMHead(config)
+        self.sop_dropout = nn.Dropout(config.classifier_dropout)
+        self.sop_head = nn.Linear(config.hidden_size, 2)
+        init_weights(self, config.initializer_range)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        masked_positions: torch.Tensor | None = None,
+        masked_labels: torch.Tensor | None = None,
+        sentence_order_label: torch.Tensor | None = None,
+    ) -> PretrainingOutput:
+        hidden, pooled = self.albert(input_ids, attention_mask, token_type_ids)
+        h = hidden
+        if masked_positions is not None:
+            # Only the P masked slots reach the V-wide decoder: the largest saving of the MLM head.
+            index = masked_positions.long().unsqueeze(-1).expand(-1, -1, hidden.shape[-1])
+            h = torch.gather(hidden, 1, index)  # (B, P, H)
+        mlm_logits = self.mlm_head(h, self.albert.embeddings.word_embeddings.weight)
+        sop_logits = self.sop_head(self.sop_dropout(pooled))  # (B, 2)
+        out = PretrainingOutput(hidden, pooled, mlm_logits, sop_logits)
+        if masked_labels is not None:
+            out.mlm_loss = mlm_loss(mlm_logits, masked_labels)
+            out.loss = out.mlm_loss
+        if sentence_order_label is not None:
+            out.sop_loss = sop_loss(sop_logits, sentence_order_label)
+            out.loss = out.sop_loss if out.loss is None else out.loss + out.sop_loss
+        return out

@@ -1,0 +1,186 @@
+"""Hugging Face interop: to and from transformers' ALBERT checkpoint layout. The only module that knows
+transformers' names; it reads and writes files and never imports transformers itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from litebert.config import ModelConfig
+from litebert.heads import AlbertForPretraining
+from litebert.weights import (
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    check_state_dict,
+    copy_tokenizer,
+    load,
+    read_config_json,
+    read_safetensors,
+    save,
+    write_json,
+    write_safetensors,
+)
+
+# litebert field -> transformers AlbertConfig field (same meaning, other name).
+_CONFIG_NAMES = {
+    "vocab_size": "vocab_size",
+    "embedding_size": "embedding_size",
+    "hidden_size": "hidden_size",
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "intermediate_size": "intermediate_size",
+    "num_hidden_groups": "num_hidden_groups",
+    "inner_group_num": "inner_group_num",
+    "max_position": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size",
+    "hidden_dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob",
+    "classifier_dropout": "classifier_dropout_prob",
+    "layer_norm_eps": "layer_norm_eps",
+    "hidden_act": "hidden_act",
+    "initializer_range": "initializer_range",
+}
+
+# Whole-tensor renames outside the encoder blocks: litebert name -> transformers name.
+_FIXED_NAMES = {
+    "albert.embeddings.word_embeddings.weight": "albert.embeddings.word_embeddings.weight",
+    "albert.embeddings.position_embeddings.weight": "albert.embeddings.position_embeddings.weight",
+    "albert.embeddings.token_type_embeddings.weight": "albert.embeddings.token_type_embeddings.weight",
+    "albert.embeddings.norm.weight": "albert.embeddings.LayerNorm.weight",
+    "albert.embeddings.norm.bias": "albert.embeddings.LayerNorm.bias",
+    "albert.embeddings.projection.weight": "albert.encoder.embedding_hidden_mapping_in.weight",
+    "albert.embeddings.projection.bias": "albert.encoder.embedding_hidden_mapping_in.bias",
+    "albert.pooler.weight": "albert.pooler.weight",
+    "albert.pooler.bias": "albert.pooler.bias",
+    "mlm_head.dense.weight": "predictions.dense.weight",
+    "mlm_head.dense.bias": "predictions.dense.bias",
+    "mlm_head.norm.weight": "predictions.LayerNorm.weight",
+    "mlm_head.norm.bias": "predictions.LayerNorm.bias",
+    "mlm_head.bias": "predictions.bias",
+    "sop_head.weight": "sop_classifier.classifier.weight",
+    "sop_head.bias": "sop_classifier.classifier.bias",
+}
+
+# Per block: litebert suffix -> transformers suffix (the fused qkv is handled apart).
+_BLOCK_NAMES = {
+    "attentions.{b}.out": "attention.dense",
+    "attentions.{b}.norm": "attention.LayerNorm",
+    "ffns.{b}.up": "ffn",
+    "ffns.{b}.down": "ffn_output",
+    "ffns.{b}.norm": "full_layer_layer_norm",
+}
+
+# Tensors transformers may store that litebert derives: the tied decoder and old position-id buffers.
+_DERIVED = ("predictions.decoder.weight", "predictions.decoder.bias", "albert.embeddings.position_ids")
+
+
+def config_from_hf(data: dict[str, Any]) -> ModelConfig:
+    """ModelConfig from a transformers AlbertConfig dict. transformers always has the E->H projection."""
+    fields = {ours: data[theirs] for ours, theirs in _CONFIG_NAMES.items() if theirs in data}
+    return ModelConfig.from_dict(
+        {**fields, "sharing": "all", "embedding_projection": True}, source="transformers config.json"
+    )
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    if config.sharing in ("attention", "ffn"):
+        raise ValueError(
+            f"sharing={config.sharing!r} (only the {config.sharing} is shared across layers) has no "
+            "transformers ALBERT equivalent; export supports sharing 'all' (with any grouping) and 'none'"
+        )
+    data = {theirs: getattr(config, ours) for ours, theirs in _CONFIG_NAMES.items()}
+    if config.sharing == "none":  # every layer its own group of one block
+        data.update(num_hidden_groups=config.num_layers, inner_group_num=1)
+    return {
+        "architectures": ["AlbertForPreTraining"],
+        "model_type": "albert",
+        **data,
+        "pad_token_id": 0,
+        "bos_token_id": 2,
+        "eos_token_id": 3,
+        "tie_word_embeddings": True,
+    }
+
+
+def _block_prefix(config: ModelConfig, b: int) -> str:
+    inner = config.inner_group_num if config.sharing == "all" else 1
+    return f"albert.encoder.albert_layer_groups.{b // inner}.albert_layers.{b % inner}."
+
+
+def _num_blocks(config: ModelConfig) -> int:
+    return config.num_hidden_groups * config.inner_group_num if config.sharing == "all" else config.num_layers
+
+
+def to_hf_state_dict(model: AlbertForPretraining) -> dict[str, torch.Tensor]:
+    """litebert tensors under transformers' names (an identity projection is added when E == H without one)."""
+    config, ours = model.config, model.state_dict()
+    out = {theirs: ours[name] for name, theirs in _FIXED_NAMES.items() if name in ours}
+    if not config.has_projection:
+        out["albert.encoder.embedding_hidden_mapping_in.weight"] = torch.eye(config.hidden_size)
+        out["albert.encoder.embedding_hidden_mapping_in.bias"] = torch.zeros(config.hidden_size)
+    for b in range(_num_blocks(config)):
+        prefix = _block_prefix(config, b)
+        for kind in ("weight", "bias"):
+            qkv = ours[f"albert.encoder.attentions.{b}.qkv.{kind}"].chunk(3, dim=0)
+            for n, t in zip(("query", "key", "value"), qkv, strict=True):
+                out[f"{prefix}attention.{n}.{kind}"] = t
+            for mine, theirs in _BLOCK_NAMES.items():
+                out[f"{prefix}{theirs}.{kind}"] = ours[f"albert.encoder.{mine.format(b=b)}.{kind}"]
+    return out
+
+
+def from_hf_state_dict(tensors: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
+    """transformers tensors under litebert's names; raises naming any tensor that is missing."""
+    tensors = {k: v for k, v in tensors.items() if k not in _DERIVED}
+
+    def take(name: str) -> torch.Tensor:
+        if name not in tensors:
+            raise ValueError(f"transformers checkpoint lacks tensor {name!r}")
+        return tensors.pop(name)
+
+    out = {name: take(theirs) for name, theirs in _FIXED_NAMES.items()}
+    for b in range(_num_blocks(config)):
+        prefix = _block_prefix(config, b)
+        for kind in ("weight", "bias"):
+            qkv = [take(f"{prefix}attention.{n}.{kind}") for n in ("query", "key", "value")]
+            out[f"albert.encoder.attentions.{b}.qkv.{kind}"] = torch.cat(qkv, dim=0)
+            for mine, theirs in _BLOCK_NAMES.items():
+                out[f"albert.encoder.{mine.format(b=b)}.{kind}"] = take(f"{prefix}{theirs}.{kind}")
+    if tensors:
+        raise ValueError(f"transformers checkpoint has tensors litebert does not know: {sorted(tensors)}")
+    return out
+
+
+def load_hf(directory: str | Path) -> AlbertForPretraining:
+    """An AlbertForPretraining from a transformers ALBERT directory (config.json + model.safetensors)."""
+    directory = Path(directory)
+    config = config_from_hf(read_config_json(directory))
+    model = AlbertForPretraining(config)
+    tensors = from_hf_state_dict(read_safetensors(directory / WEIGHTS_FILE), config)
+    check_state_dict(model, tensors, directory / WEIGHTS_FILE)
+    model.load_state_dict(tensors)
+    return model
+
+
+def save_hf(model: AlbertForPretraining, directory: str | Path, tokenizer_dir: str | Path | None = None) -> Path:
+    """Write `model` as a transformers ALBERT directory (AlbertForPreTraining layout)."""
+    directory = Path(directory)
+    hf_config = config_to_hf(model.config)  # refuses unsupported sharing before anything is written
+    directory.mkdir(parents=True, exist_ok=True)
+    write_safetensors(to_hf_state_dict(model), directory / WEIGHTS_FILE, {"format": "pt"})
+    write_json(hf_config, directory / CONFIG_FILE)
+    if tokenizer_dir is not None:
+        copy_tokenizer(Path(tokenizer_dir), directory)
+    return directory
+
+
+def import_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
+    """Convert a transformers ALBERT directory into a litebert directory (tokenizer files included)."""
+    return save(load_hf(src_dir), dst_dir, tokenizer_dir=src_dir)
+
+
+def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
+    """Convert a litebert directory into a transformers ALBERT directory (tokenizer files included)."""
+    return save_hf(load(src_dir), dst_dir, tokenizer_dir=src_dir)

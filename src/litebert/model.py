@@ -1,0 +1,184 @@
+"""The ALBERT encoder: factorized embeddings, post-LN Transformer blocks with cross-layer sharing, pooler.
+
+Reads top to bottom, parts before the whole. Nothing about training, parallelism or Hugging Face lives here
+(pretraining heads are in heads.py, the transformers name map in hf.py).
+Shapes: B batch, T sequence length, E embedding size, H hidden size, N heads, D head size (H / N).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from litebert.config import ModelConfig
+
+
+def activation(name: str, x: torch.Tensor) -> torch.Tensor:
+    # "gelu_new" is the tanh approximation the official ALBERT code uses (modeling.gelu).
+    if name == "gelu_new":
+        return F.gelu(x, approximate="tanh")
+    if name == "gelu":
+        return F.gelu(x)
+    return F.relu(x)
+
+
+class Embeddings(nn.Module):
+    """Word (V x E) + position (P x E) + token type (2 x E) -> LayerNorm -> dropout -> Linear E -> H.
+
+    Factorisation (paper section 3.1): V x E + E x H parameters instead of V x H. Without a projection
+    (E == H, the BERT baseline as the official code builds it) the output stays in E.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        E = config.embedding_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, E)
+        self.position_embeddings = nn.Embedding(config.max_position, E)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
+        self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.projection = nn.Linear(E, config.hidden_size) if config.has_projection else None
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        T = input_ids.shape[1]
+        positions = torch.arange(T, device=input_ids.device)
+        x = self.word_embeddings(input_ids) + self.position_embeddings(positions)
+        x = x + self.token_type_embeddings(token_type_ids)  # (B, T, E)
+        x = self.dropout(self.norm(x))
+        if self.projection is not None:
+            x = self.projection(x)  # (B, T, H)
+        return x
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention with a fused QKV projection, residual and post-LayerNorm.
+
+    x = LN(x + Dropout(Dense(SDPA(Q, K, V)))) as in BERT/ALBERT. The padding mask is a boolean (B, 1, 1, T)
+    with True where a key may be attended to.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.num_heads = config.num_heads
+        self.qkv = nn.Linear(H, 3 * H)  # one matmul instead of three; split per head below
+        self.out = nn.Linear(H, H)
+        self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.attention_dropout = config.attention_dropout
+        self.dropout = nn.Dropout(config.hidden_dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        B, T, H = x.shape
+        qkv = self.qkv(x).view(B, T, 3, self.num_heads, H // self.num_heads)  # (B, T, 3, N, D)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, N, T, D)
+        p = self.attention_dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, N, T, D)
+        y = y.transpose(1, 2).reshape(B, T, H)
+        return self.norm(x + self.dropout(self.out(y)))
+
+
+class FeedForward(nn.Module):
+    """Linear(H, 4H) -> GELU -> Linear(4H, H), residual and post-LayerNorm."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.act = config.hidden_act
+        self.up = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + self.dropout(self.down(activation(self.act, self.up(x)))))
+
+
+def layer_schedule(config: ModelConfig) -> list[tuple[int, int]]:
+    """For every block applied in depth order, the index of the attention and of the FFN parameters it uses.
+
+    With sharing "all", the official grouping holds: layer i uses group int(i / (L / groups)) and runs that
+    group's `inner_group_num` blocks in turn, so a group's blocks are numbered g * inner + j. "attention" and
+    "ffn" share one module of that kind across all layers and give every layer its own other half (the
+    paper's Table 5); "none" gives every layer its own block (BERT).
+    """
+    L, G, inner = config.num_layers, config.num_hidden_groups, config.inner_group_num
+    if config.sharing == "all":
+        groups = [int(i / (L / G)) for i in range(L)]
+        return [(g * inner + j, g * inner + j) for g in groups for j in range(inner)]
+    if config.sharing == "attention":
+        return [(0, i) for i in range(L)]
+    if config.sharing == "ffn":
+        return [(i, 0) for i in range(L)]
+    return [(i, i) for i in range(L)]
+
+
+class Encoder(nn.Module):
+    """The stack of blocks, each block drawing its attention and FFN from the shared parameter lists."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.schedule = layer_schedule(config)
+        num_attention = 1 + max(a for a, _ in self.schedule)
+        num_ffn = 1 + max(f for _, f in self.schedule)
+        self.attentions = nn.ModuleList(Attention(config) for _ in range(num_attention))
+        self.ffns = nn.ModuleList(FeedForward(config) for _ in range(num_ffn))
+        # Recompute activations in backward to save memory; each application is checkpointed on its own,
+        # so shared parameters simply accumulate gradient from every layer that used them.
+        self.gradient_checkpointing = False
+
+    def _block(self, x: torch.Tensor, mask: torch.Tensor | None, a: int, f: int) -> torch.Tensor:
+        return self.ffns[f](self.attentions[a](x, mask))
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, *, return_all: bool = False
+    ) -> torch.Tensor | list[torch.Tensor]:
+        states = [x]
+        for a, f in self.schedule:
+            if self.gradient_checkpointing and self.training:
+                x = checkpoint(self._block, x, mask, a, f, use_reentrant=False)
+            else:
+                x = self._block(x, mask, a, f)
+            states.append(x)
+        return states if return_all else x
+
+
+class Albert(nn.Module):
+    """The backbone: embeddings -> encoder -> (last hidden state, tanh-pooled [CLS] state)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = Embeddings(config)
+        self.encoder = Encoder(config)
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        mask = None
+        if attention_mask is not None:
+            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T): True = may attend
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
+        x = self.encoder(x, mask)  # (B, T, H)
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, H)
+        return x, pooled
+
+
+@torch.no_grad()
+def init_weights(module: nn.Module, std: float) -> None:
+    """Truncated normal (std, cut at 2 std) for every weight matrix and embedding, as the official code
+    (modeling.create_initializer); zero biases; LayerNorm to identity."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear | nn.Embedding):
+            nn.init.trunc_normal_(m.weight, std=std, a=-2 * std, b=2 * std)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)

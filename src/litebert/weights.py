@@ -1,0 +1,152 @@
+"""litebert's model directory: config.json + model.safetensors (+ the tokenizer files), saved atomically,
+loaded with every problem named (shape mismatch, missing or corrupt weights, bad config). No pickle."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+from torch import nn
+
+from litebert.config import ModelConfig
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+TOKENIZER_FILES = ("spiece.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+_DIGEST_KEY = "litebert_sha256"
+
+
+def tensors_digest(tensors: dict[str, torch.Tensor]) -> str:
+    """sha256 over names, shapes, dtypes and bytes, in name order: detects a corrupted weights file."""
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().contiguous().cpu()
+        h.update(f"{name}:{tuple(t.shape)}:{t.dtype};".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def write_safetensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str]) -> None:
+    """Write to a temporary file in the same directory, then rename: a crash never leaves half a file."""
+    tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_file(tensors, tmp, metadata={**metadata, _DIGEST_KEY: tensors_digest(tensors)})
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_json(data: dict, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    """Read every tensor, verifying litebert's digest when the file carries one."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: weights file not found")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not a dict)
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise ValueError(f"{path}: corrupt or unreadable safetensors file ({exc})") from None
+    expected = metadata.get(_DIGEST_KEY)
+    if expected is not None and tensors_digest(tensors) != expected:
+        raise ValueError(f"{path}: weights do not match their recorded checksum (file is corrupt)")
+    return tensors
+
+
+def check_state_dict(model: nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:
+    """Refuse weights that do not fit the model built from the config, naming every offending tensor."""
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    wrong = [
+        f"{k}: file {tuple(tensors[k].shape)} vs config {tuple(v.shape)}"
+        for k, v in expected.items()
+        if k in tensors and tensors[k].shape != v.shape
+    ]
+    problems = []
+    if missing:
+        problems.append(f"missing tensors {missing}")
+    if unexpected:
+        problems.append(f"unexpected tensors {unexpected}")
+    if wrong:
+        problems.append("shapes disagree with the config: " + "; ".join(wrong))
+    if problems:
+        raise ValueError(f"{source}: weights do not match config.json: " + " | ".join(problems))
+
+
+def save(model: nn.Module, directory: str | Path, tokenizer_dir: str | Path | None = None) -> Path:
+    """Write config.json and model.safetensors (and copy the tokenizer files, if given) into `directory`."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    config: ModelConfig = model.config
+    write_safetensors(model.state_dict(), directory / WEIGHTS_FILE, {"format": "pt", "producer": "litebert"})
+    write_json({"litebert": True, **config.to_dict()}, directory / CONFIG_FILE)
+    if tokenizer_dir is not None:
+        copy_tokenizer(Path(tokenizer_dir), directory)
+    return directory
+
+
+def copy_tokenizer(src: Path, dst: Path) -> None:
+    for name in sorted(p.name for p in src.iterdir() if p.is_file()):
+        if name in TOKENIZER_FILES or name.startswith("litebert_tokenizer"):
+            shutil.copy2(src / name, dst / name)
+
+
+def read_config_json(directory: Path) -> dict:
+    path = directory / CONFIG_FILE
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory}: model directory not found")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: config file not found")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return data
+
+
+def load_config(directory: str | Path) -> ModelConfig:
+    """The ModelConfig of a litebert or transformers ALBERT directory."""
+    directory = Path(directory)
+    data = read_config_json(directory)
+    if data.get("model_type") == "albert":
+        from litebert import hf  # the only module that knows transformers' names
+
+        return hf.config_from_hf(data)
+    data.pop("litebert", None)
+    return ModelConfig.from_dict(data, source=str(directory / CONFIG_FILE))
+
+
+def load(directory: str | Path) -> nn.Module:
+    """Load an AlbertForPretraining from a litebert directory or a transformers ALBERT directory."""
+    from litebert.heads import AlbertForPretraining
+
+    directory = Path(directory)
+    data = read_config_json(directory)
+    if data.get("model_type") == "albert":
+        from litebert import hf
+
+        return hf.load_hf(directory)
+    data.pop("litebert", None)
+    model = AlbertForPretraining(ModelConfig.from_dict(data, source=str(directory / CONFIG_FILE)))
+    tensors = read_safetensors(directory / WEIGHTS_FILE)
+    check_state_dict(model, tensors, directory / WEIGHTS_FILE)
+    model.load_state_dict(tensors)
+    return model
