@@ -97,6 +97,10 @@ def format_count(config: ModelConfig) -> str:
         f"heads       {c.heads:>15,}  (MLM + SOP; MLM decoder tied to the word embeddings)",
         f"total       {c.total:>15,}",
     ]
+    for row in paper_rows():
+        if row.config == config:
+            official = f"official code {row.official:,}; " if row.official is not None else ""
+            lines.append(f"paper: {row.name}: {official}paper {row.paper}")
     return "\n".join(lines)
 
 

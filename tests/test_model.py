@@ -1,0 +1,151 @@
+"""The model's behaviour: shapes, masked-only MLM, loss definition, sharing, padding, init, config validation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import litebert
+from litebert.heads import mlm_loss
+from litebert.model import layer_schedule
+
+CFG = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_layers=3, num_heads=4, intermediate_size=64)
+
+
+def _model(**kw) -> litebert.AlbertForPretraining:
+    torch.manual_seed(0)
+    return litebert.AlbertForPretraining(litebert.ModelConfig(**{**CFG, **kw})).eval()
+
+
+def _ids(b=2, t=10, seed=0):
+    return torch.randint(5, CFG["vocab_size"], (b, t), generator=torch.Generator().manual_seed(seed))
+
+
+def test_output_shapes():
+    out = _model()(_ids())
+    assert out.last_hidden_state.shape == (2, 10, 32)
+    assert out.pooled.shape == (2, 32)
+    assert out.mlm_logits.shape == (2, 10, 97)
+    assert out.sop_logits.shape == (2, 2)
+    assert out.loss is None
+
+
+def test_masked_positions_give_the_same_logits_as_full():
+    model, ids = _model(), _ids()
+    positions = torch.tensor([[1, 4, 0], [2, 3, 9]])
+    full = model(ids).mlm_logits
+    part = model(ids, masked_positions=positions).mlm_logits
+    assert part.shape == (2, 3, 97)
+    torch.testing.assert_close(part, torch.stack([full[i, positions[i]] for i in range(2)]))
+
+
+def test_loss_is_weighted_mlm_plus_sop():
+    model, ids = _model(), _ids()
+    positions = torch.tensor([[1, 4, 0], [2, 3, 9]])
+    labels = torch.tensor([[7, 8, -100], [9, 10, 11]])
+    sop = torch.tensor([0, 1])
+    out = model(ids, masked_positions=positions, masked_labels=labels, sentence_order_label=sop)
+    logits = out.mlm_logits
+    ce = torch.nn.functional.cross_entropy(logits.reshape(-1, 97), labels.reshape(-1).clamp(min=0), reduction="none")
+    w = (labels.reshape(-1) != -100).float()
+    expected_mlm = (ce * w).sum() / (w.sum() + 1e-5)  # official get_masked_lm_output
+    torch.testing.assert_close(out.mlm_loss, expected_mlm)
+    torch.testing.assert_close(out.sop_loss, torch.nn.functional.cross_entropy(out.sop_logits, sop))
+    torch.testing.assert_close(out.loss, out.mlm_loss + out.sop_loss)
+
+
+def test_no_pair_label_skips_sop_but_keeps_graph():
+    model, ids = _model().train(), _ids()
+    out = model(
+        ids,
+        masked_positions=torch.tensor([[1], [2]]),
+        masked_labels=torch.tensor([[5], [6]]),
+        sentence_order_label=torch.tensor([-100, -100]),
+    )
+    assert out.sop_loss.item() == 0.0
+    out.loss.backward()
+    assert model.sop_head.weight.grad is not None
+
+
+def test_mlm_loss_all_padding_is_zero():
+    assert mlm_loss(torch.randn(1, 2, 5), torch.tensor([[-100, -100]])).item() == 0.0
+
+
+def test_padding_does_not_change_real_positions():
+    model, ids = _model(), _ids(b=1, t=6)
+    padded = torch.cat([ids, torch.zeros(1, 4, dtype=torch.long)], dim=1)
+    mask = torch.cat([torch.ones(1, 6), torch.zeros(1, 4)], dim=1).long()
+    a = model(ids).last_hidden_state
+    b = model(padded, attention_mask=mask).last_hidden_state[:, :6]
+    torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
+
+
+def test_sharing_schedules():
+    c = litebert.ModelConfig(**{**CFG, "num_layers": 4, "num_hidden_groups": 2, "inner_group_num": 2})
+    assert layer_schedule(c) == [(0, 0), (1, 1), (0, 0), (1, 1), (2, 2), (3, 3), (2, 2), (3, 3)]
+    assert layer_schedule(litebert.ModelConfig(**{**CFG, "sharing": "attention"})) == [(0, 0), (0, 1), (0, 2)]
+    assert layer_schedule(litebert.ModelConfig(**{**CFG, "sharing": "ffn"})) == [(0, 0), (1, 0), (2, 0)]
+    assert layer_schedule(litebert.ModelConfig(**{**CFG, "sharing": "none"})) == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_shared_layers_accumulate_gradient_with_checkpointing():
+    model, ids = _model(), _ids()
+    model.train()
+    model.albert.encoder.gradient_checkpointing = True
+    torch.manual_seed(1)
+    model(ids).mlm_logits.sum().backward()
+    with_ckpt = model.albert.encoder.attentions[0].qkv.weight.grad.clone()
+    model.zero_grad()
+    model.albert.encoder.gradient_checkpointing = False
+    torch.manual_seed(1)
+    model(ids).mlm_logits.sum().backward()
+    torch.testing.assert_close(with_ckpt, model.albert.encoder.attentions[0].qkv.weight.grad)
+
+
+def test_init_is_truncated_normal():
+    model = litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=5000))
+    w = model.albert.embeddings.word_embeddings.weight
+    assert w.abs().max() <= 0.04 + 1e-7
+    assert 0.015 < w.std().item() < 0.02
+    assert model.albert.pooler.bias.abs().sum() == 0
+    assert torch.all(model.albert.encoder.ffns[0].norm.weight == 1)
+
+
+def test_decoder_is_tied_to_word_embeddings():
+    model = _model()
+    names = [n for n, _ in model.named_parameters()]
+    assert not any("decoder" in n for n in names)
+    model.albert.embeddings.word_embeddings.weight.data.zero_()
+    out = model(_ids())
+    torch.testing.assert_close(out.mlm_logits, model.mlm_head.bias.expand_as(out.mlm_logits))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("num_heads", 5, "hidden_size .* divisible by num_heads"),
+        ("sharing", "some", "sharing must be one of"),
+        ("num_hidden_groups", 2, "num_hidden_groups .* must divide num_layers"),
+        ("vocab_size", 0, "vocab_size must be a positive integer"),
+        ("hidden_dropout", 1.5, "hidden_dropout"),
+        ("hidden_act", "swish", "hidden_act"),
+    ],
+)
+def test_config_validation_names_the_field(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        litebert.ModelConfig(**{**CFG, field: value})
+
+
+def test_config_from_dict_rejects_unknown_and_wrong_types():
+    with pytest.raises(ValueError, match=r"unknown ModelConfig field\(s\) \['hidden'\]"):
+        litebert.ModelConfig.from_dict({"hidden": 3})
+    with pytest.raises(ValueError, match="num_layers must be a positive integer"):
+        litebert.ModelConfig.from_dict({"num_layers": "12"})
+
+
+def test_presets():
+    assert litebert.preset("albert-xxlarge").num_heads == 64
+    assert litebert.preset("bert-base").has_projection is False
+    assert litebert.preset("albert-base").has_projection is True
+    with pytest.raises(ValueError, match="unknown preset"):
+        litebert.preset("albert-huge")
