@@ -78,6 +78,26 @@ def test_lamb_trust_ratio_is_one_for_zero_weights_and_not_clipped() -> None:
     torch.testing.assert_close(big.detach(), torch.full((4,), 1000.0 - 1e-3 * ratio * u, dtype=torch.float64))
 
 
+def test_lamb_fused_qkv_gets_one_trust_ratio_per_block() -> None:
+    """A fused (3H, H) qkv kernel must move exactly like three separate official tensors."""
+    torch.manual_seed(1)
+    fused = nn.Parameter(torch.randn(6, 2, dtype=torch.float64))
+    parts = [nn.Parameter(fused.detach()[2 * i : 2 * i + 2].clone()) for i in range(3)]
+    grad = torch.randn(6, 2, dtype=torch.float64) * torch.tensor([[1.0], [1.0], [10.0], [10.0], [0.1], [0.1]])
+    fused.grad = grad.clone()
+    for i, p in enumerate(parts):
+        p.grad = grad[2 * i : 2 * i + 2].clone()
+    Lamb([("attn.qkv.weight", fused)], lr=0.1).step()
+    Lamb([(f"attn.{k}.weight", p) for k, p in zip("qkv", parts, strict=True)], lr=0.1).step()
+    torch.testing.assert_close(fused.detach(), torch.cat([p.detach() for p in parts]), rtol=0, atol=1e-15)
+
+
+def test_litebert_names_are_excluded_like_the_official_ones() -> None:
+    assert is_excluded("albert.encoder.attentions.0.norm.weight")
+    assert is_excluded("albert.embeddings.LayerNorm.weight") and is_excluded("mlm_head.bias")
+    assert not is_excluded("albert.encoder.ffns.0.up.weight") and not is_excluded("albert.normalizer.weight")
+
+
 def test_lamb_refuses_unnamed_params() -> None:
     with pytest.raises(ValueError, match="named parameters"):
         Lamb(Toy().parameters())

@@ -16,8 +16,11 @@ import torch
 from torch import nn
 
 # Official ALBERT: exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"]; layer adaptation uses the
-# same list when none is given.
-EXCLUDE_PATTERNS: tuple[str, ...] = ("LayerNorm", "layer_norm", "bias")
+# same list when none is given. litebert's own LayerNorm modules are called `norm` (model.py, heads.py).
+EXCLUDE_PATTERNS: tuple[str, ...] = ("LayerNorm", "layer_norm", "bias", r"(^|\.)norm\.")
+# litebert fuses query/key/value into one (3H, H) matrix; the official code has three tensors, each with its
+# own trust ratio, so LAMB splits these into 3 row blocks for the ratio.
+FUSED_PATTERNS: dict[str, int] = {r"(^|\.)qkv\.weight$": 3}
 
 
 def is_excluded(name: str, patterns: Sequence[str] = EXCLUDE_PATTERNS) -> bool:
@@ -41,6 +44,7 @@ class Lamb(torch.optim.Optimizer):
         eps: float = 1e-6,
         weight_decay: float = 0.01,
         exclude: Sequence[str] = EXCLUDE_PATTERNS,
+        fused: dict[str, int] | None = None,
     ) -> None:
         if lr < 0:
             raise ValueError(f"Lamb: lr must be >= 0, got {lr}")
@@ -48,7 +52,8 @@ class Lamb(torch.optim.Optimizer):
             raise ValueError(f"Lamb: betas must be in [0, 1), got {betas}")
         if eps <= 0:
             raise ValueError(f"Lamb: eps must be > 0, got {eps}")
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, exclude=tuple(exclude))
+        fused = dict(FUSED_PATTERNS if fused is None else fused)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, exclude=tuple(exclude), fused=fused)
         super().__init__(params, defaults)
         for group in self.param_groups:
             if len(group.get("param_names", ())) != len(group["params"]):
@@ -84,19 +89,28 @@ class Lamb(torch.optim.Optimizer):
                 excluded = is_excluded(name, group["exclude"])
                 if not excluded and group["weight_decay"]:
                     update.add_(w, alpha=group["weight_decay"])
-                ratio = 1.0
                 if not excluded:
-                    w_norm = torch.linalg.vector_norm(w)
-                    u_norm = torch.linalg.vector_norm(update)
-                    one = torch.ones_like(w_norm)
-                    ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, one)
-                p.sub_((group["lr"] * ratio * update).to(p.dtype))
+                    update = _trust_scaled(w, update, _chunks(name, group["fused"]))
+                p.sub_((group["lr"] * update).to(p.dtype))
         return loss
 
 
-def param_groups(
-    model: nn.Module, weight_decay: float, exclude: Sequence[str] = EXCLUDE_PATTERNS
-) -> list[dict]:
+def _chunks(name: str, fused: dict[str, int]) -> int:
+    return next((n for pattern, n in fused.items() if re.search(pattern, name)), 1)
+
+
+def _trust_scaled(w: torch.Tensor, update: torch.Tensor, chunks: int) -> torch.Tensor:
+    """ratio * update with ratio = ||w|| / ||u|| per tensor (per row block of a fused tensor), 1 if a norm is 0."""
+    w_blocks, u_blocks = w.chunk(chunks, dim=0), update.chunk(chunks, dim=0)
+    scaled = []
+    for wb, ub in zip(w_blocks, u_blocks, strict=True):
+        w_norm, u_norm = torch.linalg.vector_norm(wb), torch.linalg.vector_norm(ub)
+        ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
+        scaled.append(ratio * ub)
+    return scaled[0] if chunks == 1 else torch.cat(scaled, dim=0)
+
+
+def param_groups(model: nn.Module, weight_decay: float, exclude: Sequence[str] = EXCLUDE_PATTERNS) -> list[dict]:
     """Two named groups: decayed and excluded (LayerNorm / bias), for AdamW. Shared params appear once."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
@@ -117,7 +131,7 @@ def build_optimizer(
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-6,
 ) -> torch.optim.Optimizer:
-    """"lamb" (ALBERT's) or "adamw" (torch's, bias-corrected, decay skipped for LayerNorm / bias)."""
+    """ "lamb" (ALBERT's) or "adamw" (torch's, bias-corrected, decay skipped for LayerNorm / bias)."""
     if name == "lamb":
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         return Lamb(named, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
@@ -143,4 +157,3 @@ def lr_schedule(
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
     for group in optimizer.param_groups:
         group["lr"] = lr
-

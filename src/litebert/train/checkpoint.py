@@ -1,0 +1,176 @@
+"""Training checkpoints: one directory per step, written atomically, verified on load, pruned to last k + best.
+
+Layout of RUN_DIR/checkpoints/step_00000123/:
+  config.json, model.safetensors (+ tokenizer files)  written by the caller (litebert.save): a loadable model
+  trainer.pt     optimizer, schedule step, RNG states, data position (torch.load(weights_only=True))
+  complete.json  written last: step, eval metric and the sha256 of every other file
+
+A directory is first written as `.tmp-step_...`, fsynced, then renamed: a run killed at any moment leaves
+either a complete checkpoint or a temporary directory that is ignored (and removed by the next save).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+MARKER = "complete.json"
+TRAINER_STATE = "trainer.pt"
+PREFIX = "step_"
+TMP_PREFIX = ".tmp-"
+
+
+def checkpoint_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / "checkpoints"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(
+    run_dir: str | Path,
+    step: int,
+    *,
+    write_model: Callable[[Path], None],
+    trainer_state: dict[str, Any],
+    metric: float | None = None,
+    keep_last: int = 3,
+) -> Path:
+    """Write checkpoint `step` atomically and prune older ones; returns the final directory.
+
+    `write_model(dir)` writes the weights and config (e.g. `litebert.save`); `metric` (held-out loss, lower
+    is better) decides which checkpoint is kept as "best" besides the last `keep_last`.
+    """
+    root = checkpoint_dir(run_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"{PREFIX}{step:08d}"
+    tmp = root / f"{TMP_PREFIX}{final.name}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    write_model(tmp)
+    torch.save(trainer_state, tmp / TRAINER_STATE)
+    files = sorted(p for p in tmp.rglob("*") if p.is_file())
+    for p in files:
+        with p.open("rb+") as f:
+            os.fsync(f.fileno())
+    marker = {"step": step, "metric": metric, "files": {str(p.relative_to(tmp)): _sha256(p) for p in files}}
+    (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
+    with (tmp / MARKER).open("rb+") as f:
+        os.fsync(f.fileno())
+    if final.exists():  # a re-save of the same step (e.g. final == periodic): replace it whole
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    _fsync_dir(root)
+    prune(run_dir, keep_last)
+    return final
+
+
+def verify_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Return the completion marker, or raise ValueError naming what is missing or corrupt."""
+    path = Path(path)
+    marker_path = path / MARKER
+    if not marker_path.is_file():
+        raise ValueError(f"{path}: incomplete checkpoint (no {MARKER}; the run was stopped while writing it)")
+    try:
+        marker = json.loads(marker_path.read_text())
+        files = marker["files"]
+    except (json.JSONDecodeError, KeyError) as exc:
+        raise ValueError(f"{marker_path}: corrupt completion marker ({exc})") from None
+    for name, digest in files.items():
+        f = path / name
+        if not f.is_file():
+            raise ValueError(f"{path}: checkpoint file {name} is missing")
+        if _sha256(f) != digest:
+            raise ValueError(f"{f}: checksum mismatch, the checkpoint is corrupt")
+    return marker
+
+
+def list_checkpoints(run_dir: str | Path) -> list[Path]:
+    """Checkpoint directories (complete or not, temporary ones excluded), oldest first."""
+    root = checkpoint_dir(run_dir)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The newest checkpoint that verifies; corrupt or incomplete ones are skipped with a warning."""
+    for path in reversed(list_checkpoints(run_dir)):
+        try:
+            verify_checkpoint(path)
+        except ValueError as exc:
+            warnings.warn(f"skipping checkpoint: {exc}", stacklevel=2)
+            continue
+        return path
+    return None
+
+
+def best_checkpoint(run_dir: str | Path) -> Path | None:
+    """The complete checkpoint with the lowest recorded metric (None when none has one)."""
+    best, best_metric = None, float("inf")
+    for path in list_checkpoints(run_dir):
+        marker_path = path / MARKER
+        if not marker_path.is_file():
+            continue
+        metric = json.loads(marker_path.read_text()).get("metric")
+        if metric is not None and metric < best_metric:
+            best, best_metric = path, metric
+    return best
+
+
+def prune(run_dir: str | Path, keep_last: int) -> None:
+    """Delete all but the last `keep_last` complete checkpoints and the best one; drop stale temp dirs."""
+    root = checkpoint_dir(run_dir)
+    for tmp in root.glob(f"{TMP_PREFIX}*"):  # ours was renamed already: these were left by a killed run
+        shutil.rmtree(tmp, ignore_errors=True)
+    complete = [p for p in list_checkpoints(run_dir) if (p / MARKER).is_file()]
+    keep = set(complete[-keep_last:])
+    best = best_checkpoint(run_dir)
+    if best is not None:
+        keep.add(best)
+    for path in complete:
+        if path not in keep:
+            shutil.rmtree(path)
+
+
+def load_trainer_state(path: str | Path) -> dict[str, Any]:
+    """The trainer state of a verified checkpoint (safe load: tensors and plain containers only)."""
+    path = Path(path)
+    verify_checkpoint(path)
+    return torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True)
+
+
+def rng_state() -> dict[str, Any]:
+    """Every RNG the loop draws from: torch CPU and (when present) all CUDA devices (dropout, masking)."""
+    state: dict[str, Any] = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

@@ -1,0 +1,142 @@
+"""Training configuration: the `TrainConfig` dataclass (optimiser, schedule, precision, checkpoints, logging)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+OPTIMIZERS = ("lamb", "adamw")
+PRECISIONS = ("fp32", "bf16", "fp16")
+PARALLEL = ("ddp", "fsdp")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(kw_only=True)
+class TrainConfig:
+    """How to pretrain. Defaults are the paper's (PAPER.md section 5) except the batch, which callers size.
+
+    `batch_size` is the GLOBAL micro-batch (sequences per forward pass summed over all ranks); one optimizer
+    step sees `batch_size * grad_accum` sequences, so a laptop reaches the paper's 4096 with accumulation.
+    `warmup_steps=None` means the paper's ratio, 3125 / 125000 = 2.5% of `max_steps`.
+    """
+
+    max_steps: int = 125_000
+    batch_size: int = 32
+    grad_accum: int = 1
+    optimizer: str = "lamb"
+    lr: float = 0.00176
+    warmup_steps: int | None = None
+    lr_decay_power: float = 1.0
+    end_lr: float = 0.0
+    weight_decay: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-6
+    max_grad_norm: float = 1.0
+    precision: str = "fp32"
+    seed: int = 0
+    save_every: int = 1000
+    keep_last: int = 3
+    eval_every: int = 1000
+    eval_batches: int | None = None
+    log_every: int = 10
+    parallel: str = "ddp"
+    grad_checkpointing: bool = False
+    deterministic: bool = True
+    device: str = "auto"
+    tensorboard: bool = True
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        check_types(self)
+        for name in ("max_steps", "batch_size", "grad_accum", "save_every", "keep_last", "eval_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.log_every < 1:
+            raise ValueError(f"TrainConfig.log_every must be >= 1, got {self.log_every}")
+        for name in ("warmup_steps", "eval_batches"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"TrainConfig.{name} must be >= 0 or null, got {value}")
+        for name, choices in (
+            ("optimizer", OPTIMIZERS),
+            ("precision", PRECISIONS),
+            ("parallel", PARALLEL),
+            ("device", DEVICES),
+        ):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"TrainConfig.{name} must be one of {choices}, got {getattr(self, name)!r}")
+        if self.lr <= 0:
+            raise ValueError(f"TrainConfig.lr must be > 0, got {self.lr}")
+        for name in ("beta1", "beta2"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"TrainConfig.{name} must be in [0, 1), got {getattr(self, name)}")
+        for name in ("eps", "lr_decay_power"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"TrainConfig.{name} must be > 0, got {getattr(self, name)}")
+        for name in ("weight_decay", "max_grad_norm", "end_lr"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"TrainConfig.{name} must be >= 0, got {getattr(self, name)}")
+
+    @property
+    def resolved_warmup_steps(self) -> int:
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        return round(0.025 * self.max_steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = "train config") -> TrainConfig:
+        return from_dict(cls, data, source=source)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+
+def check_types(obj: Any) -> None:
+    """Refuse values whose type does not match the dataclass annotation, naming the field.
+
+    JSON has one number type, so an int is accepted where a float is expected; a bool is never an int here.
+    """
+    hints = typing.get_type_hints(type(obj))
+    cls_name = type(obj).__name__
+    for field in dataclasses.fields(obj):
+        value = getattr(obj, field.name)
+        expected = hints[field.name]
+        allowed = typing.get_args(expected) if isinstance(expected, types.UnionType) else (expected,)
+        if not any(_matches(value, t) for t in allowed):
+            names = " | ".join(getattr(t, "__name__", str(t)) for t in allowed)
+            raise ValueError(f"{cls_name}.{field.name} must be {names}, got {value!r} ({type(value).__name__})")
+
+
+def _matches(value: Any, t: Any) -> bool:
+    if t is type(None):
+        return value is None
+    if t is bool:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if t is float:
+        return isinstance(value, int | float)
+    return isinstance(value, t)
+
+
+def from_dict(cls: type, data: Any, *, source: str) -> Any:
+    """Build a kw-only dataclass from a dict, refusing unknown keys and bad values with the field named."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{source}: unknown {cls.__name__} field(s) {unknown}; known: {sorted(known)}")
+    try:
+        return cls(**data)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{source}: {exc}") from exc

@@ -1,0 +1,147 @@
+"""Observability: metrics as JSON lines (+ TensorBoard when installed), model FLOPs, and `litebert plot`."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from litebert.config import ModelConfig
+
+METRICS_FILE = "metrics.jsonl"
+
+
+def train_flops_per_sequence(config: ModelConfig, seq_len: int, num_predictions: int) -> float:
+    """Model FLOPs of one training pass (forward + backward = 3x forward) over one sequence.
+
+    Counts the matmuls: the E->H projection, per layer Q/K/V/output (4 H^2) and FFN (2 H I) per token plus
+    attention scores and mixing (2 T H per token), and the MLM head only at the masked positions
+    (H->E then E->V, as the official head gathers them first). Shared layers still cost L applications.
+    """
+    h, e, t = config.hidden_size, config.embedding_size, seq_len
+    per_token = 0.0
+    if config.has_projection:
+        per_token += 2 * e * h
+    per_layer = 2 * (4 * h * h + 2 * h * config.intermediate_size) + 2 * 2 * t * h
+    per_token += config.num_layers * per_layer
+    forward = t * per_token + num_predictions * 2 * (h * e + e * config.vocab_size) + 2 * (h * h + 2 * h)
+    return 3.0 * forward
+
+
+class MetricsLogger:
+    """Append-only JSONL writer (rank 0 only) with an optional TensorBoard mirror."""
+
+    def __init__(self, run_dir: str | Path, *, enabled: bool = True, tensorboard: bool = True) -> None:
+        self.path = Path(run_dir) / METRICS_FILE
+        self.enabled = enabled
+        self.writer = None
+        if enabled and tensorboard:
+            try:  # optional: torch's writer needs the tensorboard package
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard"))
+            except ImportError:
+                self.writer = None
+
+    def truncate_after(self, step: int) -> None:
+        """On resume, drop records past the checkpoint's step: they will be produced again."""
+        if not self.enabled or not self.path.is_file():
+            return
+        kept = [line for line in self.path.read_text().splitlines() if _step_of(line) <= step]
+        tmp = self.path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(line + "\n" for line in kept))
+        os.replace(tmp, self.path)
+
+    def log(self, record: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
+        with self.path.open("a") as f:
+            f.write(json.dumps(clean) + "\n")
+        if self.writer is not None:
+            prefix = record.get("split", "train")
+            for key, value in record.items():
+                if isinstance(value, int | float) and key not in ("step", "split"):
+                    self.writer.add_scalar(f"{prefix}/{key}", value, record["step"])
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _step_of(line: str) -> int:
+    try:
+        return int(json.loads(line)["step"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return -1  # a line cut by a kill: dropped
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """All records of RUN_DIR/metrics.jsonl (a last line cut by a kill is ignored)."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no metrics file (is {run_dir} a litebert pretrain run directory?)")
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+_PANELS = (
+    ("loss", ("loss", "eval_loss")),
+    ("mlm_acc", ("mlm_acc", "eval_mlm_acc")),
+    ("sop_acc", ("sop_acc", "eval_sop_acc")),
+    ("lr", ("lr",)),
+    ("grad_norm", ("grad_norm",)),
+    ("tokens_per_s", ("tokens_per_s",)),
+)
+
+
+def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
+    """Write one PNG per metric (training and held-out curves) to RUN_DIR/plots; returns their paths."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError(
+            "litebert plot needs matplotlib: pip install 'litebert[plot]' (or pip install matplotlib)"
+        ) from None
+    records = read_metrics(run_dir)
+    out = Path(out_dir) if out_dir is not None else Path(run_dir) / "plots"
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for panel, keys in _PANELS:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        drawn = False
+        for key in keys:
+            points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.plot(
+                    xs,
+                    ys,
+                    label="held-out" if key.startswith("eval_") else "train",
+                    marker="o" if key.startswith("eval_") else None,
+                )
+                drawn = True
+        if drawn:
+            ax.set_xlabel("step")
+            ax.set_ylabel(panel)
+            ax.set_title(f"{Path(run_dir).name}: {panel}")
+            ax.grid(alpha=0.3)
+            ax.legend()
+            path = out / f"{panel}.png"
+            fig.savefig(path, dpi=100, bbox_inches="tight")
+            written.append(path)
+        plt.close(fig)
+    if not written:
+        raise ValueError(f"{Path(run_dir) / METRICS_FILE}: no plottable records")
+    return written
