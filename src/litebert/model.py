@@ -52,6 +52,25 @@ class Embeddings(nn.Module):
         return x
 
 
+class Unpadded:
+    """The real (non-padding) tokens of a padded batch, so dense layers skip the padding.
+
+    Linear layers, LayerNorms and the FFN see only the N real tokens (N, C); attention scatters them back to
+    the (B, T) grid it needs. Padded positions come back as zeros: they carry no meaning in any model.
+    """
+
+    def __init__(self, attention_mask: torch.Tensor):
+        self.batch, self.length = attention_mask.shape
+        self.index = attention_mask.reshape(-1).nonzero().squeeze(1)  # (N,) flat positions of real tokens
+
+    def unpad(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(self.batch * self.length, -1).index_select(0, self.index)  # (N, C)
+
+    def pad(self, x: torch.Tensor) -> torch.Tensor:
+        full = x.new_zeros(self.batch * self.length, x.shape[-1])
+        return full.index_copy(0, self.index, x).view(self.batch, self.length, -1)  # (B, T, C)
+
+
 class Attention(nn.Module):
     """Multi-head self-attention with a fused QKV projection, residual and post-LayerNorm.
 
@@ -69,13 +88,18 @@ class Attention(nn.Module):
         self.attention_dropout = config.attention_dropout
         self.dropout = nn.Dropout(config.hidden_dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        B, T, H = x.shape
-        qkv = self.qkv(x).view(B, T, 3, self.num_heads, H // self.num_heads)  # (B, T, 3, N, D)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, N, T, D)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, unpad: Unpadded | None = None) -> torch.Tensor:
+        qkv = self.qkv(x)  # (B, T, 3H), or (N, 3H) when unpadded
+        if unpad is not None:
+            qkv = unpad.pad(qkv)  # attention itself needs the (B, T) grid
+        B, T, H3 = qkv.shape
+        H = H3 // 3
+        q, k, v = qkv.view(B, T, 3, self.num_heads, H // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
         p = self.attention_dropout if self.training else 0.0
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, N, T, D)
         y = y.transpose(1, 2).reshape(B, T, H)
+        if unpad is not None:
+            y = unpad.unpad(y)  # (N, H)
         return self.norm(x + self.dropout(self.out(y)))
 
 
@@ -127,18 +151,18 @@ class Encoder(nn.Module):
         # so shared parameters simply accumulate gradient from every layer that used them.
         self.gradient_checkpointing = False
 
-    def _block(self, x: torch.Tensor, mask: torch.Tensor | None, a: int, f: int) -> torch.Tensor:
-        return self.ffns[f](self.attentions[a](x, mask))
+    def _block(self, x: torch.Tensor, mask: torch.Tensor | None, unpad: Unpadded | None, a: int, f: int):
+        return self.ffns[f](self.attentions[a](x, mask, unpad))
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None, *, return_all: bool = False
+        self, x: torch.Tensor, mask: torch.Tensor | None, unpad: Unpadded | None = None, *, return_all: bool = False
     ) -> torch.Tensor | list[torch.Tensor]:
         states = [x]
         for a, f in self.schedule:
             if self.gradient_checkpointing and self.training:
-                x = checkpoint(self._block, x, mask, a, f, use_reentrant=False)
+                x = checkpoint(self._block, x, mask, unpad, a, f, use_reentrant=False)
             else:
-                x = self._block(x, mask, a, f)
+                x = self._block(x, mask, unpad, a, f)
             states.append(x)
         return states if return_all else x
 
@@ -161,11 +185,14 @@ class Albert(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        mask = None
-        if attention_mask is not None:
-            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T): True = may attend
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
-        x = self.encoder(x, mask)  # (B, T, H)
+        if attention_mask is None or bool(attention_mask.all()):
+            x = self.encoder(x, None)  # (B, T, H)
+        else:
+            # Padding: run the dense layers on real tokens only (often half the work on real sentences).
+            unpad = Unpadded(attention_mask)
+            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T): True = may attend
+            x = unpad.pad(self.encoder(unpad.unpad(x), mask, unpad))  # (B, T, H), zeros at padding
         pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, H)
         return x, pooled
 
