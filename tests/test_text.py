@@ -1,0 +1,163 @@
+"""Tests for litebert.text: corpus reading, bad input, sentence splitting, `litebert text prepare`."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from litebert.cli import main
+from litebert.text import ReadConfig, TextReport, prepare, read_documents, split_sentences
+
+FIXTURES = Path(__file__).parent / "fixtures" / "text"
+
+
+def _paragraphs(path: Path) -> list[list[str]]:
+    blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
+    return [b.split("\n") for b in blocks]
+
+
+@pytest.mark.parametrize("name", ["split_en.txt", "split_ko.txt"])
+def test_splitter_matches_hand_checked_sample(name):
+    # Real paragraphs from ../shared/data (State of the Union, Moby-Dick, the Korean constitution and bills),
+    # one expected sentence per line; the input is the paragraph they make.
+    paragraphs = _paragraphs(FIXTURES / name)
+    assert sum(map(len, paragraphs)) >= 25
+    for expected in paragraphs:
+        assert split_sentences(" ".join(expected)) == expected
+
+
+def test_fixture_sentences_are_real_text(shared_data):
+    corpus = " ".join(
+        " ".join(p.read_text(encoding="utf-8").split()) for p in sorted((shared_data / "corpora").rglob("*.txt"))
+    )
+    for name in ("split_en.txt", "split_ko.txt"):
+        for para in _paragraphs(FIXTURES / name):
+            assert para[0] in corpus or para[0].startswith(("초등학교", "지방공무원법", "② 공무원이"))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Mr. Smith paid $3.50 in the U.S. today. He left.", ["Mr. Smith paid $3.50 in the U.S. today.", "He left."]),
+        ("Use tools, e.g. saws. It grew 2.5% in 2010.", ["Use tools, e.g. saws.", "It grew 2.5% in 2010."]),
+        ('"Stop!" he said. "Why?" She left.', ['"Stop!" he said.', '"Why?"', "She left."]),
+        ('"It is here. We must go." Then he ran.', ['"It is here.', 'We must go."', "Then he ran."]),
+        ("Dr. J. R. Smith came. Ha! ha! What now?", ["Dr. J. R. Smith came.", "Ha! ha!", "What now?"]),
+        ("나는 갔다. 집에 왔어요. 정말일까? 끝!", ["나는 갔다.", "집에 왔어요.", "정말일까?", "끝!"]),
+        ('그는 "안녕하세요."라고 말했다. 금리는 3.5%이다.', ['그는 "안녕하세요."라고 말했다.', "금리는 3.5%이다."]),
+        ("발의연월일 : 2010. 11. 12.", ["발의연월일 : 2010. 11. 12."]),
+        ("발 의 자 : 정의화․이명수․김을동", ["발 의 자 : 정의화․이명수․김을동"]),
+        ("今日は晴れです。明日は雨！", ["今日は晴れです。", "明日は雨！"]),
+        ("  \n ", []),
+    ],
+)
+def test_split_rules(text, expected):
+    assert split_sentences(text) == expected
+
+
+def test_read_formats_and_dirs(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("First doc. Two sentences.\n\n\nSecond doc here.\nLine two.\n")
+    (tmp_path / "sub" / "b.txt").write_text("No blank lines. Still one document.\nAnother line.")
+    with gzip.open(tmp_path / "sub" / "c.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("Gzipped text. Yes.\n")
+    (tmp_path / "d.jsonl").write_text('{"text": "Json doc. Para one.\\n\\nPara two."}\n{oops\n{"id": 3}\n\n')
+    (tmp_path / ".hidden.txt").write_text("Never read.\n")
+    report = TextReport()
+    docs = list(read_documents([tmp_path], report=report))
+    assert docs == [
+        ["First doc.", "Two sentences."],
+        ["Second doc here.", "Line two."],
+        ["Json doc.", "Para one.", "Para two."],
+        ["No blank lines.", "Still one document.", "Another line."],
+        ["Gzipped text.", "Yes."],
+    ]
+    assert (report.files, report.documents, report.sentences, report.skipped) == (4, 5, 12, 2)
+    assert any("d.jsonl:2: skipped, invalid JSON" in m for m in report.messages)
+    assert any("d.jsonl:3: skipped, no string field 'text'" in m for m in report.messages)
+    per_file = list(read_documents([tmp_path / "a.txt"], config=ReadConfig(documents="file")))
+    assert per_file == [["First doc.", "Two sentences.", "Second doc here.", "Line two."]]
+    joined = list(read_documents([tmp_path / "a.txt"], config=ReadConfig(join_lines=True, split=True)))
+    assert joined[1] == ["Second doc here.", "Line two."]
+
+
+def test_korean_constitution_crlf(shared_data):
+    path = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
+    report = TextReport()
+    docs = list(read_documents([path], report=report))
+    sents = [s for d in docs for s in d]
+    assert docs[0] == ["대한민국헌법"]
+    assert "제1조 ① 대한민국은 민주공화국이다." in sents
+    assert not any("\r" in s for s in sents)
+    assert report.invalid_bytes == 0 and report.sentences == len(sents) > 300
+
+
+def test_invalid_utf8_is_replaced_counted_and_located(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"Good start here.\nBroken \xff\xfe bytes. Then more.\n")
+    report = TextReport()
+    docs = list(read_documents([path], report=report))
+    assert docs == [["Good start here.", "Broken \ufffd\ufffd bytes.", "Then more."]]
+    assert report.invalid_bytes == 2
+    assert f"{path}: invalid UTF-8 at byte offset 24" in report.messages[0]
+
+
+def test_binary_file_is_skipped_with_its_name(tmp_path):
+    rng = np.random.default_rng(0)
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(rng.integers(0, 256, 20000, dtype=np.uint8).tobytes())
+    (tmp_path / "ok.txt").write_text("Fine text.\n")
+    report = TextReport()
+    assert list(read_documents([tmp_path], report=report)) == [["Fine text."]]
+    assert report.skipped == 1 and "blob.bin: skipped, looks like a binary file" in report.messages[0]
+    with pytest.raises(ValueError, match=r"empty corpus.*blob\.bin"):
+        list(read_documents([binary]))
+
+
+def test_missing_path_and_empty_corpus(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        read_documents([tmp_path / "nope.txt"])
+    (tmp_path / "empty.txt").write_text("\n \n\n")
+    with pytest.raises(ValueError, match=r"empty corpus.*empty\.txt"):
+        list(read_documents([tmp_path / "empty.txt"]))
+    with pytest.raises(ValueError, match="ReadConfig.documents"):
+        ReadConfig(documents="paragraph")
+
+
+def test_ten_megabyte_line_without_newline(tmp_path):
+    path = tmp_path / "long.txt"
+    sentence = "The whale swam 3.5 miles in the U.S. waters today. "  # 51 bytes
+    path.write_text(sentence * 200_000 + "T" + "x" * 500_000)  # ~10.7 MB, no newline at all
+    report = TextReport()
+    docs = list(read_documents([path], report=report))
+    sents = docs[0]
+    assert len(docs) == 1 and len(sents) == 200_001
+    assert sents[0] == sentence.strip() and sents[-1] == "T" + "x" * 500_000
+
+
+def test_multibyte_characters_across_chunk_boundaries(tmp_path):
+    path = tmp_path / "ko.txt"
+    text = "대한민국은 민주공화국이다. " * 500
+    path.write_text(text.strip())
+    report = TextReport()
+    docs = list(read_documents([path], report=report, config=ReadConfig(chunk_bytes=1031)))
+    assert report.invalid_bytes == 0
+    assert docs == [["대한민국은 민주공화국이다."] * 500]
+
+
+def test_prepare_cli_writes_official_format(tmp_path, shared_data, capsys):
+    out = tmp_path / "out" / "corpus.txt"
+    ko = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
+    md = shared_data / "corpora" / "moby-dick" / "chapter_1.txt"
+    assert main(["text", "prepare", str(ko), str(md), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    report = prepare([ko, md], tmp_path / "again.txt")
+    assert f"documents {report.documents:,}" in printed and f"sentences {report.sentences:,}" in printed
+    assert "characters" in printed and "skipped 0" in printed
+    docs = list(read_documents([out], config=ReadConfig(split=False)))
+    assert docs == list(read_documents([ko, md]))
+    assert main(["text", "prepare", str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert "missing" in capsys.readouterr().err
