@@ -1,0 +1,152 @@
+"""Sequence classification and regression on GLUE-style TSV/CSV files with named text and label columns.
+
+One or two text columns make a single sentence or a pair ([CLS] a [SEP] b [SEP], as run_classifier.py);
+the label column holds class names (classification) or numbers (regression, e.g. STS-B scores). Class names
+are taken from the training file, sorted; a dev/test label never seen in training is an error naming the
+file, line and label rather than a silently wrong index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from litebert.tasks.base import TaskData
+from litebert.tasks.common import Report, TokenizerLike, pack_pair, read_table, table_header
+from litebert.tasks.metrics import classification_metrics, regression_metrics
+
+
+@dataclass
+class TextExample:
+    texts: tuple[str, ...]
+    label: str | float | None
+    line: int
+
+
+def read_labeled_table(
+    path: str | Path,
+    text_columns: tuple[str, ...],
+    label_column: str | None,
+    *,
+    regression: bool = False,
+) -> list[TextExample]:
+    """Read examples; `label_column=None` (or absent from an unlabelled predict file) yields label None."""
+    if not 1 <= len(text_columns) <= 2:
+        raise ValueError(f"text_columns must name one or two columns, got {list(text_columns)}")
+    out = []
+    for line, row in read_table(path, [*text_columns, *([label_column] if label_column else [])]):
+        label: str | float | None = None
+        if label_column:
+            raw = row[label_column].strip()
+            if regression:
+                try:
+                    label = float(raw)
+                except ValueError:
+                    raise ValueError(f"{path}: line {line}: label {raw!r} is not a number") from None
+            else:
+                label = raw
+        out.append(TextExample(texts=tuple(row[c] for c in text_columns), label=label, line=line))
+    if not out:
+        raise ValueError(f"{path}: no examples")
+    return out
+
+
+def featurize(
+    examples: list[TextExample], tok: TokenizerLike, max_len: int, report: Report
+) -> list[dict[str, np.ndarray]]:
+    """Encode each example; over-long inputs are truncated (longest segment first) and counted."""
+    feats = []
+    for ex in examples:
+        a = tok.encode(ex.texts[0])
+        b = tok.encode(ex.texts[1]) if len(ex.texts) > 1 else None
+        ids, types, removed = pack_pair(tok, a, b, max_len)
+        if removed:
+            report.add(f"truncated to max_seq_length={max_len}", f"line {ex.line}")
+        feats.append({"input_ids": ids, "token_type_ids": types, "attention_mask": np.ones_like(ids)})
+    return feats
+
+
+class ClassificationTask:
+    name = "classification"
+    head = "sequence"
+    main_metric = "accuracy"
+    regression = False
+
+    def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
+        report = Report(str(path))
+        label_column = cfg.label_column
+        if mode == "predict" and cfg.label_column not in table_header(path):
+            label_column = None  # an unlabelled file to predict on
+        examples = read_labeled_table(path, tuple(cfg.text_columns), label_column, regression=self.regression)
+        feats = featurize(examples, tok, cfg.max_seq_length, report)
+        if label_column:
+            targets = self._targets(path, examples, state, mode == "train")
+            for f, t in zip(feats, targets, strict=True):
+                f["labels"] = t
+        return TaskData(features=feats, examples=examples, report=report)
+
+    def _targets(self, path: str | Path, examples: list[TextExample], state: dict, training: bool) -> list:
+        if training:
+            state["labels"] = sorted({str(ex.label) for ex in examples})
+        index = {name: i for i, name in enumerate(state["labels"])}
+        targets = []
+        for ex in examples:
+            if str(ex.label) not in index:
+                raise ValueError(
+                    f"{path}: line {ex.line}: label {ex.label!r} never seen in training; "
+                    f"known labels: {state['labels']}"
+                )
+            targets.append(np.int64(index[str(ex.label)]))
+        return targets
+
+    def num_outputs(self, state: dict[str, Any]) -> int:
+        return len(state["labels"])
+
+    def pad_values(self, tok: TokenizerLike) -> dict[str, int]:
+        return {"input_ids": tok.pad_id, "token_type_ids": 0, "attention_mask": 0}
+
+    def score(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> dict[str, float]:
+        pred = np.argmax(np.stack(outputs["logits"]), axis=-1)
+        gold = np.array([int(f["labels"]) for f in data.features])
+        return classification_metrics(pred, gold)
+
+    def predict(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        logits = np.stack(outputs["logits"])
+        probs = np.exp(logits - logits.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        return [
+            {"line": ex.line, "label": state["labels"][int(p.argmax())], "probability": float(p.max())}
+            for ex, p in zip(data.examples, probs, strict=True)
+        ]
+
+
+class RegressionTask(ClassificationTask):
+    name = "regression"
+    main_metric = "corr"
+    regression = True
+
+    def _targets(self, path: str | Path, examples: list[TextExample], state: dict, training: bool) -> list:
+        return [np.float32(ex.label) for ex in examples]
+
+    def num_outputs(self, state: dict[str, Any]) -> int:
+        return 1
+
+    def score(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> dict[str, float]:
+        pred = np.stack(outputs["logits"]).reshape(-1)
+        gold = np.array([float(f["labels"]) for f in data.features])
+        return regression_metrics(pred, gold)
+
+    def predict(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        pred = np.stack(outputs["logits"]).reshape(-1)
+        return [{"line": ex.line, "score": float(p)} for ex, p in zip(data.examples, pred, strict=True)]

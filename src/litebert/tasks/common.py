@@ -1,0 +1,137 @@
+"""Shared plumbing for the task readers: opening (compressed) files, named-column tables, pair packing with
+the official truncation rule, a report of every example changed or skipped, and batch padding."""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import warnings
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+
+class TokenizerLike(Protocol):
+    """What the tasks need from litebert.tokenizer.Tokenizer."""
+
+    cls_id: int
+    sep_id: int
+    pad_id: int
+    unk_id: int
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]: ...
+
+
+@dataclass
+class Report:
+    """Counts of inputs a reader or feature builder changed or skipped, so nothing disappears silently."""
+
+    source: str
+    counts: Counter = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, what: str, where: str = "", n: int = 1) -> None:
+        self.counts[what] += n
+        if where and len(self.examples.setdefault(what, [])) < 5:
+            self.examples[what].append(where)
+
+    def warn(self) -> None:
+        """One warning per kind of event, with its count and the first places it happened."""
+        for what, n in sorted(self.counts.items()):
+            where = ", ".join(self.examples.get(what, []))
+            warnings.warn(f"{self.source}: {n} x {what}" + (f" (first: {where})" if where else ""), stacklevel=2)
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(sorted(self.counts.items()))
+
+
+def open_text(path: str | Path) -> io.TextIOBase:
+    """Open a UTF-8 text file, transparently decompressing .gz and .bz2."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def table_delimiter(path: str | Path) -> str:
+    """Tab for .tsv (GLUE), comma otherwise; compression suffixes are looked through."""
+    suffixes = [s for s in Path(path).suffixes if s not in (".gz", ".bz2")]
+    return "\t" if suffixes and suffixes[-1] == ".tsv" else ","
+
+
+def table_header(path: str | Path) -> list[str]:
+    with open_text(path) as f:
+        return next(csv.reader(f, delimiter=table_delimiter(path)), [])
+
+
+def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield (line number, row) from a headed CSV/TSV, checking that every named column exists.
+
+    GLUE's TSVs are read without quote handling, as the official processors do (quotechar=None), because
+    their sentences contain bare quote characters; CSVs use standard quoting (fields may span lines).
+    """
+    delimiter = table_delimiter(path)
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    with open_text(path) as f:
+        reader = csv.DictReader(f, delimiter=delimiter, quoting=quoting)
+        header = reader.fieldnames or []
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")
+        for row in reader:
+            if None in row or any(row[c] is None for c in columns):
+                raise ValueError(f"{path}: line {reader.line_num}: expected {len(header)} fields")
+            yield reader.line_num, row
+
+
+def truncate_pair(a: list[int], b: list[int] | None, max_tokens: int) -> int:
+    """Trim the longer of the two segments from its end until both fit; returns tokens removed.
+
+    The official run_classifier.py `_truncate_seq_pair` rule: one token at a time from the longer sequence.
+    """
+    removed = 0
+    while len(a) + (len(b) if b else 0) > max_tokens:
+        longer = b if b and len(b) > len(a) else a
+        longer.pop()
+        removed += 1
+    return removed
+
+
+def pack_pair(
+    tok: TokenizerLike, a: list[int], b: list[int] | None, max_len: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """[CLS] a [SEP] (b [SEP]) with token types 0/1; returns (input_ids, token_type_ids, tokens removed)."""
+    a, b = list(a), (list(b) if b is not None else None)
+    removed = truncate_pair(a, b, max_len - (3 if b is not None else 2))
+    ids = [tok.cls_id, *a, tok.sep_id]
+    types = [0] * len(ids)
+    if b is not None:
+        ids += [*b, tok.sep_id]
+        types += [1] * (len(b) + 1)
+    return np.asarray(ids, dtype=np.int64), np.asarray(types, dtype=np.int64), removed
+
+
+def collate(features: Sequence[dict[str, Any]], pad_values: dict[str, int]) -> dict[str, torch.Tensor]:
+    """Stack feature dicts into tensors, padding keys in `pad_values` along their last axis to the longest."""
+    batch: dict[str, torch.Tensor] = {}
+    for key in features[0]:
+        values = [np.asarray(f[key]) for f in features]
+        if key in pad_values:
+            width = max(v.shape[-1] for v in values)
+            pad = [((0, 0),) * (v.ndim - 1) + ((0, width - v.shape[-1]),) for v in values]
+            values = [np.pad(v, p, constant_values=pad_values[key]) for v, p in zip(values, pad, strict=True)]
+        batch[key] = torch.from_numpy(np.stack(values))
+    return batch

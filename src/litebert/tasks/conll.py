@@ -1,0 +1,175 @@
+"""Token classification on CoNLL-style files: one token per line, its tag in the last column, blank lines
+between sentences, `-DOCSTART-` lines ignored (the CoNLL-2003 NER layout; two-column word/tag files too).
+
+Words are encoded one by one; the tag goes on a word's first piece and the other pieces are ignored in the
+loss (-100), the usual BERT recipe for NER. A sentence longer than max_seq_length - 2 pieces is cut and
+counted; its cut words are predicted "O" (or the first tag when there is no "O") and still scored.
+Scored by entity-level precision/recall/F1 as conlleval.pl counts chunks (IOB1, IOB2 and IOBES tags), and
+by token accuracy; for tag sets without chunk prefixes (e.g. POS) "f1" is the macro F1 over tags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from litebert.tasks.base import TaskData
+from litebert.tasks.common import Report, TokenizerLike, open_text
+from litebert.tasks.metrics import accuracy, f1_macro
+
+IGNORE = -100
+
+
+@dataclass
+class TaggedSentence:
+    words: list[str]
+    tags: list[str] | None
+    line: int  # line number of the first word
+
+
+def read_conll(path: str | Path) -> list[TaggedSentence]:
+    """Sentences of a CoNLL file; a file whose lines hold a single column is read as unlabelled words."""
+    out: list[TaggedSentence] = []
+    words: list[str] = []
+    tags: list[str] = []
+    start = 0
+    with open_text(path) as f:
+        for n, raw in enumerate(f, 1):
+            cols = raw.split()
+            if not cols or cols[0] == "-DOCSTART-":
+                if words:
+                    out.append(TaggedSentence(words, tags if tags else None, start))
+                words, tags = [], []
+                continue
+            if not words:
+                start = n
+            if len(cols) > 1:
+                tags.append(cols[-1])
+            if bool(tags) != (len(cols) > 1) or (tags and len(tags) != len(words) + 1):
+                raise ValueError(f"{path}: line {n}: expected a word and a tag, got {raw.strip()!r}")
+            words.append(cols[0])
+    if words:
+        out.append(TaggedSentence(words, tags if tags else None, start))
+    if not out:
+        raise ValueError(f"{path}: no sentences")
+    return out
+
+
+def chunks(tags: list[str]) -> set[tuple[str, int, int]]:
+    """(type, first, last) of every chunk, with conlleval.pl's start/end rules for IOB1/IOB2/IOBES."""
+    out, begin, kind, prev = set(), None, None, "O"
+    for i, tag in enumerate([*tags, "O"]):
+        prefix, _, typ = tag.partition("-") if "-" in tag else (("O", "", "") if tag == "O" else ("I", "", tag))
+        ends = begin is not None and (prefix in ("O", "B", "S") or typ != kind or prev.partition("-")[0] in ("E", "S"))
+        if ends:
+            out.add((kind, begin, i - 1))
+            begin = None
+        if prefix != "O" and begin is None:
+            begin, kind = i, typ
+        prev = tag
+    return out
+
+
+def entity_scores(pred: list[list[str]], gold: list[list[str]]) -> dict[str, float]:
+    tp = n_pred = n_gold = 0
+    for p, g in zip(pred, gold, strict=True):
+        cp, cg = chunks(p), chunks(g)
+        tp, n_pred, n_gold = tp + len(cp & cg), n_pred + len(cp), n_gold + len(cg)
+    precision = tp / n_pred if n_pred else 0.0
+    recall = tp / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if tp else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def is_chunk_tagset(labels: list[str]) -> bool:
+    return any(t[:2] in ("B-", "I-", "E-", "S-") for t in labels)
+
+
+def featurize(
+    sentences: list[TaggedSentence], tok: Any, max_len: int, label_index: dict[str, int] | None, report: Report
+) -> tuple[list[dict[str, np.ndarray]], list[list[int]]]:
+    """Features plus, per sentence, the feature position of each kept word's first piece."""
+    feats, firsts = [], []
+    for s in sentences:
+        ids, labels, first = [tok.cls_id], [IGNORE], []
+        for k, word in enumerate(s.words):
+            pieces = tok.encode(word) or [tok.unk_id]
+            if len(ids) + len(pieces) > max_len - 1:
+                report.add(f"sentence cut to max_seq_length={max_len} (cut words predicted 'O')", f"line {s.line}")
+                break
+            first.append(len(ids))
+            ids += pieces
+            tag = label_index[s.tags[k]] if label_index is not None and s.tags else IGNORE
+            labels += [tag] + [IGNORE] * (len(pieces) - 1)
+        ids.append(tok.sep_id)
+        labels.append(IGNORE)
+        f = {
+            "input_ids": np.asarray(ids, dtype=np.int64),
+            "token_type_ids": np.zeros(len(ids), dtype=np.int64),
+            "attention_mask": np.ones(len(ids), dtype=np.int64),
+        }
+        if label_index is not None and s.tags:
+            f["labels"] = np.asarray(labels, dtype=np.int64)
+        feats.append(f)
+        firsts.append(first)
+    return feats, firsts
+
+
+class TokenClassificationTask:
+    name = "token-classification"
+    head = "token"
+    main_metric = "f1"
+
+    def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
+        sentences = read_conll(path)
+        labelled = all(s.tags for s in sentences)
+        if mode != "predict" and not labelled:
+            raise ValueError(f"{path}: every word needs a tag for {mode}")
+        if mode == "train":
+            state["labels"] = sorted({t for s in sentences for t in s.tags})
+        index = {t: i for i, t in enumerate(state["labels"])}
+        for s in sentences if labelled else []:
+            for k, t in enumerate(s.tags):
+                if t not in index:
+                    raise ValueError(
+                        f"{path}: line {s.line + k}: tag {t!r} never seen in training; known tags: {state['labels']}"
+                    )
+        report = Report(str(path))
+        feats, firsts = featurize(sentences, tok, cfg.max_seq_length, index if labelled else None, report)
+        return TaskData(features=feats, examples=sentences, report=report, meta=firsts)
+
+    def num_outputs(self, state: dict[str, Any]) -> int:
+        return len(state["labels"])
+
+    def pad_values(self, tok: TokenizerLike) -> dict[str, int]:
+        return {"input_ids": tok.pad_id, "token_type_ids": 0, "attention_mask": 0, "labels": IGNORE}
+
+    def _tags(self, data: TaskData, outputs: dict, labels: list[str]) -> list[list[str]]:
+        fill = "O" if "O" in labels else labels[0]
+        out = []
+        for s, first, logits in zip(data.examples, data.meta, outputs["logits"], strict=True):
+            kept = [labels[int(i)] for i in np.argmax(logits[first], axis=-1)] if first else []
+            out.append(kept + [fill] * (len(s.words) - len(kept)))
+        return out
+
+    def score(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> dict[str, float]:
+        labels = state["labels"]
+        pred, gold = self._tags(data, outputs, labels), [s.tags for s in data.examples]
+        flat_p, flat_g = sum(pred, []), sum(gold, [])
+        out = {"accuracy": accuracy(flat_p, flat_g)}
+        if is_chunk_tagset(labels):
+            out.update(entity_scores(pred, gold))
+        else:
+            out["f1"] = f1_macro(flat_p, flat_g)
+        return out
+
+    def predict(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        tags = self._tags(data, outputs, state["labels"])
+        return [{"line": s.line, "words": s.words, "tags": t} for s, t in zip(data.examples, tags, strict=True)]

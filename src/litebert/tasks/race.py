@@ -1,0 +1,160 @@
+"""Multiple choice in RACE's JSON format: an article, its questions, four options each and the answer letter.
+
+A RACE file is one JSON object {"id", "article", "questions": [...], "options": [[...], ...],
+"answers": ["A", ...]}; the reader also takes a JSON list of such objects, JSON lines, or a directory (the
+official RACE/{train,dev,test}/{middle,high}/*.txt layout). Each option becomes one sequence
+[CLS] article [SEP] question+option [SEP] (official ALBERT race_utils.py: a cloze question's "_" is replaced
+by the option, otherwise the option follows the question); the question+option part keeps its last
+`max_qa_length` tokens (where the option is) and the article is then cut to fit `max_seq_length`.
+Scored by accuracy, with RACE-M / RACE-H accuracies when ids carry the official middle/high prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from litebert.tasks.base import TaskData
+from litebert.tasks.common import Report, TokenizerLike, open_text
+
+
+@dataclass
+class ChoiceExample:
+    qid: str  # "<article id>-<question index>"
+    article: str
+    question: str
+    options: list[str]
+    label: int | None  # index of the right option; None when unlabelled
+
+
+def _objects(path: Path) -> list[tuple[str, dict]]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in (".txt", ".json", ".jsonl"))
+        if not files:
+            raise FileNotFoundError(f"{path}: no RACE .txt/.json files in this directory")
+        return [obj for p in files for obj in _objects(p)]
+    with open_text(path) as f:
+        text = f.read()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                data.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
+    items = data if isinstance(data, list) else [data]
+    return [(f"{path} (article {i})", obj) for i, obj in enumerate(items)]
+
+
+def read_race(path: str | Path) -> list[ChoiceExample]:
+    out: list[ChoiceExample] = []
+    for where, obj in _objects(Path(path)):
+        missing = [k for k in ("article", "questions", "options") if k not in obj]
+        if missing:
+            raise ValueError(f"{where}: missing field(s) {missing}")
+        answers = obj.get("answers")
+        if answers is not None and len(answers) != len(obj["questions"]):
+            raise ValueError(f"{where}: {len(obj['questions'])} questions but {len(answers)} answers")
+        if len(obj["options"]) != len(obj["questions"]):
+            raise ValueError(f"{where}: {len(obj['questions'])} questions but {len(obj['options'])} option lists")
+        for k, (question, options) in enumerate(zip(obj["questions"], obj["options"], strict=True)):
+            label = None
+            if answers is not None:
+                label = ord(str(answers[k]).strip().upper() or "?") - ord("A")
+                if not 0 <= label < len(options):
+                    raise ValueError(f"{where}: question {k}: answer {answers[k]!r} is not one of the options")
+            qid = f"{obj.get('id', where)}-{k}"
+            out.append(ChoiceExample(qid, obj["article"], question, list(options), label))
+    if not out:
+        raise ValueError(f"{path}: no questions")
+    n = len(out[0].options)
+    for ex in out:
+        if len(ex.options) != n:
+            raise ValueError(f"{path}: question {ex.qid} has {len(ex.options)} options, the first had {n}")
+    return out
+
+
+def qa_text(question: str, option: str) -> str:
+    return question.replace("_", option) if "_" in question else f"{question} {option}"
+
+
+def featurize(examples: list[ChoiceExample], tok: TokenizerLike, cfg: Any, report: Report) -> list[dict]:
+    feats = []
+    for ex in examples:
+        article = tok.encode(ex.article)
+        rows = []
+        for option in ex.options:
+            qa = tok.encode(qa_text(ex.question, option))
+            if len(qa) > cfg.max_qa_length:
+                report.add(f"question+option cut to max_qa_length={cfg.max_qa_length}", ex.qid)
+                qa = qa[-cfg.max_qa_length :]
+            room = cfg.max_seq_length - len(qa) - 3
+            if len(article) > room:
+                report.add(f"article truncated to fit max_seq_length={cfg.max_seq_length}", ex.qid)
+            # (ids, position where segment B starts)
+            rows.append(([tok.cls_id, *article[:room], tok.sep_id, *qa, tok.sep_id], min(len(article), room) + 2))
+        width = max(len(r) for r, _ in rows)
+        ids = np.full((len(rows), width), tok.pad_id, dtype=np.int64)
+        types = np.zeros_like(ids)
+        mask = np.zeros_like(ids)
+        for c, (r, first_b) in enumerate(rows):
+            ids[c, : len(r)], mask[c, : len(r)], types[c, first_b : len(r)] = r, 1, 1
+        f = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+        if ex.label is not None:
+            f["labels"] = np.int64(ex.label)
+        feats.append(f)
+    return feats
+
+
+def race_accuracy(pred: np.ndarray, examples: list[ChoiceExample]) -> dict[str, float]:
+    gold = np.array([ex.label for ex in examples])
+    out = {"accuracy": float(np.mean(pred == gold))}
+    for level in ("middle", "high"):
+        sel = np.array([ex.qid.startswith(level) for ex in examples])
+        if sel.any():
+            out[f"accuracy_{level}"] = float(np.mean(pred[sel] == gold[sel]))
+    return out
+
+
+class MultipleChoiceTask:
+    name = "multiple-choice"
+    head = "choice"
+    main_metric = "accuracy"
+
+    def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
+        examples = read_race(path)
+        if mode != "predict" and any(ex.label is None for ex in examples):
+            raise ValueError(f"{path}: the 'answers' field is needed for {mode}")
+        if mode == "train":
+            state["num_choices"] = len(examples[0].options)
+        report = Report(str(path))
+        return TaskData(features=featurize(examples, tok, cfg, report), examples=examples, report=report)
+
+    def num_outputs(self, state: dict[str, Any]) -> int:
+        return 1
+
+    def pad_values(self, tok: TokenizerLike) -> dict[str, int]:
+        return {"input_ids": tok.pad_id, "token_type_ids": 0, "attention_mask": 0}
+
+    def score(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> dict[str, float]:
+        return race_accuracy(np.argmax(np.stack(outputs["logits"]), axis=-1), data.examples)
+
+    def predict(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        out = []
+        for ex, logits in zip(data.examples, outputs["logits"], strict=True):
+            p = np.exp(logits - logits.max())
+            p /= p.sum()
+            out.append({"id": ex.qid, "answer": chr(ord("A") + int(p.argmax())), "probabilities": p.tolist()})
+        return out

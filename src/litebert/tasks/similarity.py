@@ -1,0 +1,122 @@
+"""Sentence similarity: scored sentence pairs (STS-B style TSV/CSV: two text columns and a score) for a
+bi-encoder trained with the cosine-similarity loss, and the Lee document-similarity set for evaluation.
+
+Each sentence is encoded on its own ([CLS] text [SEP]) and mean-pooled (litebert.embed); training regresses
+cos(u, v) on the gold score mapped linearly from the training file's [min, max] to [0, 1] (Sentence-BERT's
+CosineSimilarityLoss recipe, Reimers & Gurevych 2019). Scored by Spearman (the main figure, rank-based so
+the mapping does not matter) and Pearson correlation of cos(u, v) with the gold scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from litebert.tasks.base import TaskData
+from litebert.tasks.common import Report, TokenizerLike, open_text, pack_pair, read_table, table_header
+from litebert.tasks.metrics import pearson, spearman
+
+
+@dataclass
+class ScoredPair:
+    a: str
+    b: str
+    score: float | None
+    line: int
+
+
+def read_scored_pairs(path: str | Path, text_columns: tuple[str, ...], score_column: str | None) -> list[ScoredPair]:
+    if len(text_columns) != 2:
+        raise ValueError(f"similarity needs exactly two text columns, got {list(text_columns)}")
+    out = []
+    for line, row in read_table(path, [*text_columns, *([score_column] if score_column else [])]):
+        score = None
+        if score_column:
+            try:
+                score = float(row[score_column])
+            except ValueError:
+                raise ValueError(f"{path}: line {line}: score {row[score_column]!r} is not a number") from None
+        out.append(ScoredPair(row[text_columns[0]], row[text_columns[1]], score, line))
+    if not out:
+        raise ValueError(f"{path}: no pairs")
+    return out
+
+
+def read_lee(documents: str | Path, similarities: str | Path) -> tuple[list[str], list[tuple[int, int, float]]]:
+    """The 50 Lee documents (one per line) and the (i, j, mean human score) of every pair i < j.
+
+    The matrix file is tab-separated, 50 x 50; its upper triangle holds the scores (gensim's test data)."""
+    with open_text(documents) as f:
+        docs = [line.strip() for line in f if line.strip()]
+    rows = []
+    with open_text(similarities) as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append([float(x) for x in line.split()])
+                except ValueError:
+                    raise ValueError(f"{similarities}: line {n}: expected numbers") from None
+    m = np.asarray(rows)
+    if m.shape != (len(docs), len(docs)):
+        raise ValueError(f"{similarities}: expected a {len(docs)}x{len(docs)} matrix, got {m.shape}")
+    pairs = [(i, j, float(m[i, j])) for i in range(len(docs)) for j in range(i + 1, len(docs))]
+    return docs, pairs
+
+
+def _single(tok: TokenizerLike, text: str, max_len: int, report: Report, where: str) -> dict[str, np.ndarray]:
+    ids, types, removed = pack_pair(tok, tok.encode(text), None, max_len)
+    if removed:
+        report.add(f"sentence truncated to max_seq_length={max_len}", where)
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": np.ones_like(ids)}
+
+
+class SimilarityTask:
+    name = "similarity"
+    head = "pair-embedding"
+    main_metric = "spearman"
+
+    def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
+        score_column = cfg.label_column
+        if mode == "predict" and score_column not in table_header(path):
+            score_column = None
+        pairs = read_scored_pairs(path, tuple(cfg.text_columns), score_column)
+        if mode == "train":
+            scores = [p.score for p in pairs]
+            state["score_range"] = [min(scores), max(scores)]
+        lo, hi = state["score_range"]
+        report = Report(str(path))
+        feats = []
+        for p in pairs:
+            a = _single(tok, p.a, cfg.max_seq_length, report, f"line {p.line}")
+            b = _single(tok, p.b, cfg.max_seq_length, report, f"line {p.line}")
+            f = {**a, **{f"b_{k}": v for k, v in b.items()}}
+            if p.score is not None:
+                f["labels"] = np.float32((p.score - lo) / (hi - lo) if hi > lo else 0.0)
+            feats.append(f)
+        return TaskData(features=feats, examples=pairs, report=report)
+
+    def num_outputs(self, state: dict[str, Any]) -> int:
+        return 1
+
+    def pad_values(self, tok: TokenizerLike) -> dict[str, int]:
+        return {
+            **{k: v for p in ("", "b_") for k, v in ((f"{p}input_ids", tok.pad_id), (f"{p}token_type_ids", 0))},
+            "attention_mask": 0,
+            "b_attention_mask": 0,
+        }
+
+    def score(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> dict[str, float]:
+        cos = np.stack(outputs["cosine"]).reshape(-1)
+        gold = np.array([p.score for p in data.examples], dtype=np.float64)
+        return {"spearman": spearman(cos, gold), "pearson": pearson(cos, gold)}
+
+    def predict(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        cos = np.stack(outputs["cosine"]).reshape(-1)
+        return [{"line": p.line, "cosine": float(c)} for p, c in zip(data.examples, cos, strict=True)]

@@ -1,0 +1,215 @@
+"""SQuAD v1.1 / v2.0: the JSON reader, sliding-window features, n-best span decoding with a null score.
+
+Features follow the official BERT/ALBERT run_squad.py: the question is cut to `max_query_length` tokens, the
+context is split into windows of at most max_seq_length - len(question) - 3 tokens, each starting
+`doc_stride` tokens after the previous one, laid out [CLS] question [SEP] window [SEP]. A training answer
+outside a window (or a v2.0 unanswerable question) points at [CLS] (position 0). Decoding scores every
+start/end pair among the n-best starts and ends of each window (end >= start, at most max_answer_length
+tokens, the start in its window of maximal context); for v2.0 the answer is "" when the best null score
+(start[0] + end[0], minimum over windows) exceeds the best span score by more than the threshold.
+Answer text is cut from the original context through the tokenizer's character offsets.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from litebert.tasks.base import TaskData
+from litebert.tasks.common import Report, TokenizerLike, open_text
+from litebert.tasks.squad_eval import evaluate_v1, evaluate_v2
+
+
+@dataclass
+class SquadExample:
+    qid: str
+    question: str
+    context: str
+    answers: list[tuple[str, int]]  # (text, character start in context)
+    is_impossible: bool
+    where: str  # "article i, paragraph j" for messages
+
+
+def read_squad(path: str | Path) -> tuple[list[SquadExample], bool]:
+    """Examples of a SQuAD JSON file and whether it is v2.0-style (has unanswerable questions)."""
+    with open_text(path) as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ValueError(f"{path}: not a SQuAD file (expected a JSON object with a 'data' list)")
+    out = []
+    for i, article in enumerate(data["data"]):
+        for j, para in enumerate(article.get("paragraphs", [])):
+            where = f"article {i}, paragraph {j}"
+            for k in ("context", "qas"):
+                if k not in para:
+                    raise ValueError(f"{path}: {where}: missing field {k!r}")
+            for qa in para["qas"]:
+                missing = [k for k in ("id", "question") if k not in qa]
+                if missing:
+                    raise ValueError(f"{path}: {where}: question without field(s) {missing}")
+                answers = [(a["text"], int(a["answer_start"])) for a in qa.get("answers", [])]
+                impossible = bool(qa.get("is_impossible", not answers))
+                if impossible and answers and str(data.get("version", "")).lstrip("v") == "2.0":
+                    answers = []  # v2.0 keeps plausible answers apart; an impossible question has none
+                out.append(SquadExample(qa["id"], qa["question"], para["context"], answers, impossible, where))
+    if not out:
+        raise ValueError(f"{path}: no questions")
+    return out, any(ex.is_impossible for ex in out)
+
+
+def answer_token_span(ex: SquadExample, offsets: list[tuple[int, int]], report: Report) -> tuple[int, int] | None:
+    """Context-token (start, end) of the first answer, or None when the text is not at its offset."""
+    text, start = ex.answers[0]
+    end = start + len(text)
+    if ex.context[start:end] != text or not text.strip():
+        report.add("answer span not in its context (example not used for training)", ex.qid)
+        return None
+    tok_start = next(i for i, (_, e) in enumerate(offsets) if e > start)
+    tok_end = max(i for i, (s, _) in enumerate(offsets) if s < end)
+    return tok_start, tok_end
+
+
+def windows(n_tokens: int, max_tokens: int, stride: int) -> list[tuple[int, int]]:
+    """(start, length) of each window over the context, as run_squad.py's doc_spans."""
+    spans, start = [], 0
+    while True:
+        length = min(n_tokens - start, max_tokens)
+        spans.append((start, length))
+        if start + length >= n_tokens:
+            return spans
+        start += min(length, stride)
+
+
+def max_context(spans: list[tuple[int, int]], w: int, pos: int) -> bool:
+    """Whether window `w` gives context token `pos` its most context (run_squad.py _check_is_max_context)."""
+    best, best_w = None, -1
+    for k, (s, n) in enumerate(spans):
+        if s <= pos < s + n:
+            score = min(pos - s, s + n - 1 - pos) + 0.01 * n
+            if best is None or score > best:
+                best, best_w = score, k
+    return best_w == w
+
+
+def featurize(
+    examples: list[SquadExample], tok: TokenizerLike, cfg: Any, report: Report, *, training: bool
+) -> tuple[list[dict[str, np.ndarray]], list[dict[str, Any]], int]:
+    """Features and their meta (example index, token -> context-token map, max-context flags)."""
+    feats, meta, used = [], [], 0
+    for idx, ex in enumerate(examples):
+        q = tok.encode(ex.question)
+        if len(q) > cfg.max_query_length:
+            report.add(f"question truncated to max_query_length={cfg.max_query_length}", ex.qid)
+            q = q[: cfg.max_query_length]
+        ctx, offsets = tok.encode_with_offsets(ex.context)
+        target = None
+        if training and not ex.is_impossible:
+            target = answer_token_span(ex, offsets, report)
+            if target is None:
+                continue
+        used += 1
+        max_doc = cfg.max_seq_length - len(q) - 3
+        spans = windows(len(ctx), max_doc, cfg.doc_stride)
+        if len(spans) > 1:
+            report.add("context split into several doc_stride windows", ex.qid)
+        for w, (s, n) in enumerate(spans):
+            ids = [tok.cls_id, *q, tok.sep_id, *ctx[s : s + n], tok.sep_id]
+            types = [0] * (len(q) + 2) + [1] * (n + 1)
+            first = len(q) + 2  # feature position of the window's first context token
+            f = {
+                "input_ids": np.asarray(ids, dtype=np.int64),
+                "token_type_ids": np.asarray(types, dtype=np.int64),
+                "attention_mask": np.ones(len(ids), dtype=np.int64),
+            }
+            if training:
+                a, b = 0, 0  # [CLS]: no answer, or the answer lies outside this window
+                if target is not None and s <= target[0] and target[1] < s + n:
+                    a, b = target[0] - s + first, target[1] - s + first
+                f["start_positions"], f["end_positions"] = np.int64(a), np.int64(b)
+            feats.append(f)
+            is_max = [max_context(spans, w, p) for p in range(s, s + n)]
+            meta.append(
+                {"example": idx, "first": first, "start": s, "length": n, "max_context": is_max, "offsets": offsets}
+            )
+    return feats, meta, used
+
+
+def decode(
+    data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, v2: bool
+) -> tuple[dict[str, str], dict[str, float]]:
+    """Best answer text per question id (n-best spans; "" for v2.0 when the null score wins) + null margins."""
+    best: dict[int, tuple[float, str]] = {}
+    null: dict[int, float] = {}
+    for m, start_logits, end_logits in zip(data.meta, outputs["start_logits"], outputs["end_logits"], strict=True):
+        e = m["example"]
+        null[e] = min(null.get(e, np.inf), float(start_logits[0] + end_logits[0]))
+        ctx = slice(m["first"], m["first"] + m["length"])
+        starts = np.argsort(-start_logits[ctx])[: cfg.n_best_size]
+        ends = np.argsort(-end_logits[ctx])[: cfg.n_best_size]
+        for i in starts:
+            if not m["max_context"][i]:
+                continue
+            for j in ends:
+                if j < i or j - i + 1 > cfg.max_answer_length:
+                    continue
+                score = float(start_logits[m["first"] + i] + end_logits[m["first"] + j])
+                if e not in best or score > best[e][0]:
+                    a, b = m["offsets"][m["start"] + i][0], m["offsets"][m["start"] + j][1]
+                    best[e] = (score, data.examples[e].context[a:b].strip())
+    preds, margins = {}, {}
+    for e, ex in enumerate(data.examples):
+        score, text = best.get(e, (-np.inf, ""))
+        margins[ex.qid] = null.get(e, np.inf) - score
+        # v2.0: abstain when the null score beats the best span by more than the threshold.
+        preds[ex.qid] = "" if v2 and margins[ex.qid] > cfg.null_score_diff_threshold else text
+    return preds, margins
+
+
+def gold_dataset(examples: list[SquadExample]) -> list[dict[str, Any]]:
+    """The examples in the official layout, for the official scorer."""
+    qas = [{"id": ex.qid, "answers": [{"text": t} for t, _ in ex.answers]} for ex in examples]
+    return [{"paragraphs": [{"qas": qas}]}]
+
+
+class SquadTask:
+    name = "squad"
+    head = "span"
+    main_metric = "f1"
+
+    def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
+        report = Report(str(path))
+        examples, v2 = read_squad(path)
+        if mode == "train":
+            state["version_2_with_negative"] = v2
+        feats, meta, used = featurize(examples, tok, cfg, report, training=mode == "train")
+        if used == 0:
+            raise ValueError(f"{path}: no usable question (see the report: {report.to_dict()})")
+        return TaskData(features=feats, examples=examples, report=report, meta=meta)
+
+    def num_outputs(self, state: dict[str, Any]) -> int:
+        return 2
+
+    def pad_values(self, tok: TokenizerLike) -> dict[str, int]:
+        return {"input_ids": tok.pad_id, "token_type_ids": 0, "attention_mask": 0}
+
+    def score(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> dict[str, float]:
+        v2 = any(ex.is_impossible for ex in data.examples)
+        preds, _ = decode(data, outputs, cfg, v2)
+        scorer = evaluate_v2 if v2 else evaluate_v1
+        result = scorer(gold_dataset(data.examples), preds)
+        return {k: float(v) for k, v in result.items() if k not in ("missing",)}
+
+    def predict(
+        self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
+    ) -> dict[str, str]:
+        preds, _ = decode(data, outputs, cfg, bool(state.get("version_2_with_negative", True)))
+        return preds

@@ -1,0 +1,146 @@
+"""The official SQuAD v1.1 and v2.0 exact-match / F1 scores, as the official evaluation scripts define them.
+
+Answer normalisation (both versions): lowercase, delete every character in `string.punctuation`, replace the
+words a/an/the (regex \\b(a|an|the)\\b) by a space, collapse whitespace. F1 is the bag-of-tokens overlap of
+the normalised strings; each question takes the maximum over its gold answers. The two versions differ:
+
+- v1.1 (evaluate-v1.1.py): every gold answer counts as is; an empty prediction has F1 0; a question without a
+  prediction scores 0 and stays in the total ("Unanswered question ... will receive score 0").
+- v2.0 (evaluate-v2.0.py): gold answers that normalise to "" are dropped and a question with none left has the
+  single gold answer ""; F1 is 1 when prediction and gold are both empty and 0 when only one is; a question
+  without a prediction is left out of the totals ("Missing prediction for ..."). HasAns/NoAns breakdowns are
+  over questions whose `answers` list is non-empty / empty.
+
+Scores are percentages. `exact_match` is what v1.1 calls it; v2.0's script names the same figure `exact`.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import string
+import sys
+from pathlib import Path
+from typing import Any
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCT = set(string.punctuation)
+
+
+def normalize_answer(s: str) -> str:
+    """Lower text and remove punctuation, articles and extra whitespace (the official order)."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def _tokens(s: str) -> list[str]:
+    return normalize_answer(s).split() if s else []
+
+
+def exact_match(gold: str, pred: str) -> int:
+    return int(normalize_answer(gold) == normalize_answer(pred))
+
+
+def f1_v2(gold: str, pred: str) -> float:
+    g, p = _tokens(gold), _tokens(pred)
+    if not g or not p:
+        # If either is no-answer, F1 is 1 when they agree and 0 otherwise (evaluate-v2.0.py).
+        return float(g == p)
+    return _overlap_f1(g, p)
+
+
+def f1_v1(gold: str, pred: str) -> float:
+    return _overlap_f1(normalize_answer(gold).split(), normalize_answer(pred).split())
+
+
+def _overlap_f1(g: list[str], p: list[str]) -> float:
+    same = sum((collections.Counter(g) & collections.Counter(p)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _questions(dataset: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [qa for article in dataset for para in article["paragraphs"] for qa in para["qas"]]
+
+
+def evaluate_v1(dataset: list[dict[str, Any]], predictions: dict[str, str]) -> dict[str, Any]:
+    em = f1 = 0.0
+    total = missing = 0
+    for qa in _questions(dataset):
+        total += 1
+        if qa["id"] not in predictions:
+            missing += 1
+            print(f"Unanswered question {qa['id']} will receive score 0.", file=sys.stderr)
+            continue
+        golds = [a["text"] for a in qa["answers"]]
+        pred = predictions[qa["id"]]
+        em += max(exact_match(g, pred) for g in golds)
+        f1 += max(f1_v1(g, pred) for g in golds)
+    return {"exact_match": 100.0 * em / total, "f1": 100.0 * f1 / total, "total": total, "missing": missing}
+
+
+def evaluate_v2(dataset: list[dict[str, Any]], predictions: dict[str, str]) -> dict[str, Any]:
+    exact: dict[str, int] = {}
+    f1: dict[str, float] = {}
+    has_ans: dict[str, bool] = {}
+    missing = 0
+    for qa in _questions(dataset):
+        has_ans[qa["id"]] = bool(qa["answers"])
+        golds = [a["text"] for a in qa["answers"] if normalize_answer(a["text"])] or [""]
+        if qa["id"] not in predictions:
+            missing += 1
+            print(f"Missing prediction for {qa['id']}", file=sys.stderr)
+            continue
+        pred = predictions[qa["id"]]
+        exact[qa["id"]] = max(exact_match(g, pred) for g in golds)
+        f1[qa["id"]] = max(f1_v2(g, pred) for g in golds)
+    out: dict[str, Any] = {"exact_match": 0.0, "f1": 0.0, "total": len(exact), "missing": missing}
+    if exact:
+        out["exact_match"] = 100.0 * sum(exact.values()) / len(exact)
+        out["f1"] = 100.0 * sum(f1.values()) / len(f1)
+    for name, want in (("HasAns", True), ("NoAns", False)):
+        qids = [q for q, v in has_ans.items() if v == want and q in exact]
+        if qids:
+            out[f"{name}_exact"] = 100.0 * sum(exact[q] for q in qids) / len(qids)
+            out[f"{name}_f1"] = 100.0 * sum(f1[q] for q in qids) / len(qids)
+            out[f"{name}_total"] = len(qids)
+    return out
+
+
+def dataset_version(data: dict[str, Any]) -> str:
+    """'1.1' or '2.0': the file's `version` field, else 2.0 when any question is marked impossible."""
+    version = str(data.get("version", "")).lstrip("v")
+    if version in ("1.1", "2.0"):
+        return version
+    impossible = any(qa.get("is_impossible") or not qa.get("answers") for qa in _questions(data["data"]))
+    return "2.0" if impossible else "1.1"
+
+
+def evaluate_files(gold_path: str | Path, pred_path: str | Path, *, version: str | None = None) -> dict:
+    """Score a predictions file (question id -> answer text, "" for no answer) against a SQuAD gold file."""
+    gold = _read_json(Path(gold_path))
+    preds = _read_json(Path(pred_path))
+    if not isinstance(gold, dict) or "data" not in gold:
+        raise ValueError(f"{gold_path}: not a SQuAD file (expected a JSON object with a 'data' list)")
+    if not isinstance(preds, dict) or not all(isinstance(v, str) for v in preds.values()):
+        raise ValueError(f"{pred_path}: expected a JSON object mapping question id -> answer text")
+    version = version or dataset_version(gold)
+    if version not in ("1.1", "2.0"):
+        raise ValueError(f"version must be '1.1' or '2.0', got {version!r}")
+    scorer = evaluate_v1 if version == "1.1" else evaluate_v2
+    return {"version": version, **scorer(gold["data"], preds)}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: file not found") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None

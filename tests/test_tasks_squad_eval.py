@@ -1,0 +1,118 @@
+"""The SQuAD metric against the official evaluate-v1.1.py / evaluate-v2.0.py definitions on tricky cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from litebert.tasks import squad_eval as se
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
+
+
+@pytest.mark.parametrize(
+    ("raw", "norm"),
+    [
+        ("The  Quick, brown fox!", "quick brown fox"),
+        ("an apple a day", "apple day"),
+        ("Theatre of the Absurd", "theatre of absurd"),  # "the" inside a word stays
+        ("U.S.A.", "usa"),
+        ("  Denver\tBroncos\n", "denver broncos"),
+        ("a\u2014b", "\u2014b"),  # only ASCII punctuation is removed, so "a" stands alone and goes
+        ("the", ""),
+    ],
+)
+def test_normalize_answer(raw, norm):
+    assert se.normalize_answer(raw) == norm
+
+
+def test_f1_and_em_cases():
+    assert se.f1_v2("Denver Broncos", "the Denver Broncos team") == pytest.approx(0.8)
+    assert se.exact_match("Denver Broncos", "the denver broncos!") == 1
+    # no answer: v2 gives 1 when both are empty, 0 when only one is; v1 has no such rule
+    assert se.f1_v2("", "") == 1.0
+    assert se.f1_v2("", "Denver") == 0.0
+    assert se.f1_v2("Denver", "") == 0.0
+    assert se.f1_v1("", "") == 0.0
+    # repeated tokens are counted with multiplicity (Counter intersection)
+    assert se.f1_v2("a b b", "b b b") == pytest.approx(2 * (2 / 3) * 1 / (2 / 3 + 1))
+
+
+def _dataset(qas):
+    return [{"paragraphs": [{"context": "unused", "qas": qas}]}]
+
+
+def test_v2_several_golds_no_answer_and_article_only_gold():
+    data = _dataset(
+        [
+            {"id": "a", "answers": [{"text": "Denver Broncos"}, {"text": "the Broncos"}]},
+            {"id": "b", "answers": []},
+            {"id": "c", "answers": []},
+            {"id": "d", "answers": [{"text": "The"}]},  # normalises to "": treated as no answer
+        ]
+    )
+    preds = {"a": "Broncos", "b": "", "c": "Denver", "d": ""}
+    out = se.evaluate_v2(data, preds)
+    # a: "Broncos" matches the gold "the Broncos" exactly (articles dropped); d: gold "The" counts as ""
+    assert out["exact_match"] == pytest.approx(100 * (1 + 1 + 0 + 1) / 4)
+    assert out["f1"] == pytest.approx(100 * (1 + 1 + 0 + 1) / 4)
+    assert out["HasAns_total"] == 2 and out["NoAns_total"] == 2  # has_ans is bool(answers), as official
+    assert out["NoAns_exact"] == pytest.approx(50.0)
+
+
+def test_v2_partial_overlap_takes_max_over_golds():
+    data = _dataset([{"id": "a", "answers": [{"text": "Denver Broncos"}, {"text": "Carolina"}]}])
+    out = se.evaluate_v2(data, {"a": "the Denver Broncos team"})
+    assert out["exact_match"] == 0.0 and out["f1"] == pytest.approx(80.0)
+
+
+def test_missing_predictions_follow_each_script(capsys):
+    data = _dataset([{"id": "a", "answers": [{"text": "x"}]}, {"id": "b", "answers": [{"text": "y"}]}])
+    v1 = se.evaluate_v1(data, {"a": "x"})
+    assert v1["exact_match"] == 50.0 and v1["total"] == 2 and v1["missing"] == 1  # scored 0, kept
+    v2 = se.evaluate_v2(data, {"a": "x"})
+    assert v2["exact_match"] == 100.0 and v2["total"] == 1 and v2["missing"] == 1  # left out
+    err = capsys.readouterr().err
+    assert "Unanswered question b" in err and "Missing prediction for b" in err
+
+
+def test_v1_empty_prediction_scores_zero_f1_but_can_match_exactly():
+    data = _dataset([{"id": "a", "answers": [{"text": "the"}]}])
+    out = se.evaluate_v1(data, {"a": ""})
+    assert out["exact_match"] == 100.0 and out["f1"] == 0.0
+
+
+def test_evaluate_files_v1_and_v2(tmp_path):
+    preds = {"v1q1": "Broncos", "v1q2": "24\u201310", "v1q3": "National Football Conference"}
+    (tmp_path / "p1.json").write_text(json.dumps(preds))
+    out = se.evaluate_files(FIXTURES / "squad_v1.json", tmp_path / "p1.json")
+    assert out["version"] == "1.1"
+    # q1 F1 = 2*(1*0.5)/(1.5) = 2/3 ; q2 exact ; q3 exact against the first gold
+    assert out["exact_match"] == pytest.approx(100 * 2 / 3)
+    assert out["f1"] == pytest.approx(100 * (2 / 3 + 1 + 1) / 3)
+
+    gold = json.loads((FIXTURES / "squad_v2.json").read_text())
+    qas = [qa for art in gold["data"] for p in art["paragraphs"] for qa in p["qas"]]
+    perfect = {qa["id"]: (qa["answers"][0]["text"] if qa["answers"] else "") for qa in qas}
+    (tmp_path / "p2.json").write_text(json.dumps(perfect))
+    out = se.evaluate_files(FIXTURES / "squad_v2.json", tmp_path / "p2.json")
+    assert out["version"] == "2.0" and out["exact_match"] == 100.0 and out["f1"] == 100.0
+    no_answer = {qa["id"]: "" for qa in qas}
+    (tmp_path / "p3.json").write_text(json.dumps(no_answer))
+    out = se.evaluate_files(FIXTURES / "squad_v2.json", tmp_path / "p3.json")
+    n_impossible = sum(not qa["answers"] for qa in qas)
+    assert out["exact_match"] == pytest.approx(100 * n_impossible / len(qas))
+    assert out["HasAns_f1"] == 0.0 and out["NoAns_f1"] == 100.0
+
+
+def test_evaluate_files_bad_input(tmp_path):
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json: invalid JSON at line 1"):
+        se.evaluate_files(FIXTURES / "squad_v1.json", tmp_path / "bad.json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="question id -> answer text"):
+        se.evaluate_files(FIXTURES / "squad_v1.json", tmp_path / "list.json")
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        se.evaluate_files(tmp_path / "nope.json", tmp_path / "list.json")
