@@ -262,7 +262,7 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
         else:
             sents = split_sentences(pending, cfg.language)
         # A long paragraph is split as it arrives; its last, maybe unfinished, sentence waits for more text.
-        keep = "" if final or len(sents) < 2 else sents.pop()
+        keep = "" if final or len(sents) < 2 else sents.pop() + (" " if pending[-1:].isspace() else "")
         doc.extend(sents)
         pending = keep
 
