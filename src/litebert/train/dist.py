@@ -93,10 +93,23 @@ def unwrap(model: nn.Module) -> nn.Module:
 
 
 def no_sync(model: nn.Module, skip: bool) -> contextlib.AbstractContextManager:
-    """Skip DDP's gradient all-reduce on accumulation micro-steps (only the last one communicates)."""
-    if skip and isinstance(model, nn.parallel.DistributedDataParallel):
+    """Skip the gradient all-reduce on accumulation micro-steps (only the last one communicates)."""
+    if not skip:
+        return contextlib.nullcontext()
+    if isinstance(model, nn.parallel.DistributedDataParallel):
         return model.no_sync()
+    if hasattr(model, "set_requires_gradient_sync"):  # FSDP2
+        return _fsdp_no_sync(model)
     return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _fsdp_no_sync(model: nn.Module):  # noqa: ANN202
+    model.set_requires_gradient_sync(False)
+    try:
+        yield
+    finally:
+        model.set_requires_gradient_sync(True)
 
 
 def all_reduce_mean(values: torch.Tensor, env: DistEnv) -> torch.Tensor:

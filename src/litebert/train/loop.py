@@ -1,0 +1,305 @@
+"""The pretraining loop: `pretrain(model_config, train_config, data_dir, out_dir) -> TrainSummary`.
+
+One optimizer step = `grad_accum` micro-batches (DDP communicates on the last only), global gradient-norm
+clipping, LAMB or AdamW at the scheduled learning rate. Everything the next step depends on (weights,
+optimizer moments, step, RNG states of every rank, data position of every rank) goes into the checkpoint,
+so a resumed run reproduces an uninterrupted one bit for bit on the same hardware.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from litebert.config import ModelConfig
+from litebert.train import dist
+from litebert.train.config import TrainConfig
+from litebert.train.evaluate import evaluate
+from litebert.train.metrics import MetricsLogger, train_flops_per_sequence
+from litebert.train.optim import build_optimizer, lr_schedule, set_lr
+from litebert.train.run import RunFiles, open_run, save_training_state
+
+
+class NonFiniteLossError(ValueError):
+    """The loss became NaN or inf: the run stops before the bad update touches the weights."""
+
+
+@dataclass
+class TrainSummary:
+    run_dir: Path
+    steps: int  # optimizer steps completed in total
+    start_step: int  # where this call started (0, or the resumed checkpoint's step)
+    losses: list[float] = field(default_factory=list)  # one per step run by this call
+    eval: dict[str, float] = field(default_factory=dict)  # the last held-out evaluation
+    model_dir: Path | None = None
+    checkpoint: Path | None = None
+    elapsed_s: float = 0.0
+
+    @property
+    def final_loss(self) -> float:
+        return self.losses[-1] if self.losses else float("nan")
+
+
+@dataclass
+class _Trainer:
+    model: nn.Module  # wrapped (DDP / FSDP) or plain
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler | None
+    env: dist.DistEnv
+    cfg: TrainConfig
+    mcfg: ModelConfig
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return autocast(self.cfg.precision, self.env.device)
+
+
+def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast on CPU or GPU; fp16 (GPU only, with a GradScaler); fp32 runs as is."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    if precision == "fp16" and device.type != "cuda":
+        raise ValueError("TrainConfig.precision 'fp16' needs a CUDA device; use 'bf16' on CPU")
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device.type, dtype=dtype)
+
+
+def pretrain(
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    data_dir: str | Path | None,
+    out_dir: str | Path,
+    *,
+    batches: Any = None,
+    eval_batches: Callable[[], Iterable] | None = None,
+    resume: bool = False,
+    init_from: str | Path | None = None,
+    tokenizer_dir: str | Path | None = None,
+) -> TrainSummary:
+    """Pretrain (or continue) a model and return what happened.
+
+    Data comes from `data_dir` (built by `litebert data build`) unless `batches` is given: any iterable of
+    batch dicts with `state_dict()` / `load_state_dict()` (global micro-batch `train_config.batch_size`, this
+    rank's share). `eval_batches()` returns a fresh finite held-out pass. `resume` continues the newest
+    complete checkpoint in `out_dir`; `init_from` starts from a litebert or transformers ALBERT directory.
+    """
+    if train_config.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    env = dist.setup(train_config.device)
+    if train_config.batch_size % env.world_size:
+        raise ValueError(
+            f"TrainConfig.batch_size ({train_config.batch_size}) must be divisible by the world size "
+            f"({env.world_size}): it is the global micro-batch"
+        )
+    try:
+        run = open_run(
+            model_config, train_config, out_dir, env,
+            data_dir=data_dir, resume=resume, init_from=init_from, tokenizer_dir=tokenizer_dir,
+        )  # fmt: skip
+        if batches is None:
+            batches, eval_batches = _data_batches(data_dir, train_config, env)
+        return _train(run, model_config, train_config, env, batches, eval_batches)
+    finally:
+        dist.teardown(env)
+
+
+def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistEnv) -> tuple[Any, Callable]:
+    if data_dir is None:
+        raise ValueError("pretrain needs a data directory (litebert data build) or a batch source")
+    from litebert.data import PretrainingBatches
+
+    def source(split: str) -> Any:
+        return PretrainingBatches(
+            data_dir, batch_size=cfg.batch_size, split=split, seed=cfg.seed, rank=env.rank,
+            world_size=env.world_size,
+        )  # fmt: skip
+
+    return source("train"), lambda: source("eval")
+
+
+def _build(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv) -> _Trainer:
+    model = run.initial_model(mcfg, seed=cfg.seed)  # same weights on every rank (FSDP does not broadcast)
+    model.albert.encoder.gradient_checkpointing = cfg.grad_checkpointing
+    model.to(env.device)
+    blocks = None
+    if mcfg.sharing == "none":  # each block used once: shard it on its own
+        blocks = [*model.albert.encoder.attentions, *model.albert.encoder.ffns]
+    wrapped = dist.wrap_model(model, env, cfg.parallel, shard_blocks=blocks)
+    optimizer = build_optimizer(
+        wrapped, name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay,
+        betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
+    )  # fmt: skip
+    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
+    return _Trainer(wrapped, optimizer, scaler, env, cfg, mcfg)
+
+
+def _train(
+    run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv, batches: Any, eval_batches: Any
+) -> TrainSummary:
+    tr = _build(run, mcfg, cfg, env)
+    step = 0
+    torch.manual_seed(cfg.seed + 7919 * env.rank)  # dropout stream: distinct per rank
+    if run.resume_from is not None:
+        step = run.restore(tr.model, tr.optimizer, tr.scaler, batches, env)
+    summary = TrainSummary(run_dir=run.run_dir, steps=step, start_step=step)
+    logger = MetricsLogger(run.run_dir, enabled=env.is_main, tensorboard=cfg.tensorboard)
+    logger.truncate_after(step)
+    progress = _progress(cfg, env, step)
+    it, t0, window = iter(batches), time.perf_counter(), _Window()
+    try:
+        while step < cfg.max_steps:
+            stats = _optimizer_step(tr, it, step)
+            step += 1
+            summary.losses.append(stats["loss"])
+            window.add(stats)
+            if not math.isfinite(stats["loss"]):
+                raise NonFiniteLossError(
+                    f"loss is {stats['loss']} at step {step}; weights were not updated. Last good "
+                    f"checkpoint: {run.last_checkpoint() or 'none'} (resume with --resume, maybe a lower --lr)"
+                )
+            if step % cfg.log_every == 0 or step == cfg.max_steps:
+                logger.log(window.record(step, mcfg))
+            if progress is not None:
+                progress.update(1)
+                progress.set_postfix(loss=f"{stats['loss']:.3f}", lr=f"{stats['lr']:.2e}", tok_s=window.tok_s)
+            if step % cfg.eval_every == 0 or step == cfg.max_steps:
+                summary.eval = _eval(tr, eval_batches, step, logger)
+            if step % cfg.save_every == 0 or step == cfg.max_steps:
+                metric = summary.eval.get("eval_loss") if summary.eval.get("step") == step else None
+                summary.checkpoint = save_training_state(run, tr.model, tr.optimizer, tr.scaler, batches, step,
+                                                         metric, env)  # fmt: skip
+    finally:
+        if progress is not None:
+            progress.close()
+        logger.close()
+    summary.steps = step
+    summary.model_dir = run.write_final(tr.model, summary.eval, env)
+    summary.elapsed_s = time.perf_counter() - t0
+    return summary
+
+
+def _optimizer_step(tr: _Trainer, it: Iterator, step: int) -> dict[str, float]:
+    cfg, env = tr.cfg, tr.env
+    lr = lr_schedule(
+        step, peak_lr=cfg.lr, warmup_steps=cfg.resolved_warmup_steps, total_steps=cfg.max_steps,
+        power=cfg.lr_decay_power, end_lr=cfg.end_lr,
+    )  # fmt: skip
+    set_lr(tr.optimizer, lr)
+    tr.model.train()
+    # [loss, mlm correct, mlm total, sop correct, sop total, sequences, tokens, masked tokens]
+    totals = torch.zeros(8, dtype=torch.float64)
+    for micro in range(cfg.grad_accum):
+        try:
+            batch = {k: v.to(env.device, non_blocking=True) for k, v in next(it).items()}
+        except StopIteration:
+            raise ValueError("the training batch source ran out (it must loop over epochs)") from None
+        with dist.no_sync(tr.model, micro < cfg.grad_accum - 1), tr.autocast():
+            out = tr.model(**batch)
+            loss = out.loss / cfg.grad_accum
+        (tr.scaler.scale(loss) if tr.scaler else loss).backward()
+        totals += _batch_stats(out, batch, loss)
+    if tr.scaler is not None:
+        tr.scaler.unscale_(tr.optimizer)
+    max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
+    grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), max_norm)
+    if hasattr(grad_norm, "full_tensor"):  # FSDP: a sharded norm
+        grad_norm = grad_norm.full_tensor()
+    totals = dist.all_reduce_sum(totals, env)
+    loss_value = float(totals[0]) / env.world_size
+    if math.isfinite(loss_value):
+        if tr.scaler is not None:
+            tr.scaler.step(tr.optimizer)
+            tr.scaler.update()
+        else:
+            tr.optimizer.step()
+    tr.optimizer.zero_grad(set_to_none=True)
+    return _step_record(totals, loss_value, lr, float(grad_norm))
+
+
+def _batch_stats(out: Any, batch: dict[str, torch.Tensor], loss: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        labels = batch["masked_labels"]
+        valid = labels != -100
+        mlm_correct = ((out.mlm_logits.argmax(-1) == labels) & valid).sum()
+        sop = batch.get("sentence_order_label")
+        sop_valid = sop != -100 if sop is not None else torch.zeros(0, dtype=torch.bool)
+        sop_correct = ((out.sop_logits.argmax(-1) == sop) & sop_valid).sum() if sop is not None else 0
+        ids = batch["input_ids"]
+        return torch.tensor(
+            [float(loss.detach()), float(mlm_correct), float(valid.sum()), float(sop_correct),
+             float(sop_valid.sum()), ids.shape[0], ids.numel(), float(valid.sum())],
+            dtype=torch.float64,
+        )  # fmt: skip
+
+
+def _step_record(totals: torch.Tensor, loss: float, lr: float, grad_norm: float) -> dict[str, float]:
+    t = totals.tolist()
+    return {
+        "loss": loss,
+        "mlm_acc": t[1] / max(t[2], 1.0),
+        "sop_acc": t[3] / t[4] if t[4] else float("nan"),
+        "lr": lr,
+        "grad_norm": grad_norm,
+        "sequences": t[5],
+        "tokens": t[6],
+        "masked": t[7],
+    }
+
+
+class _Window:
+    """Averages of the steps since the last log line, and their throughput."""
+
+    def __init__(self) -> None:
+        self.start, self.rows, self.tok_s = time.perf_counter(), [], 0.0
+
+    def add(self, stats: dict[str, float]) -> None:
+        self.rows.append(stats)
+
+    def record(self, step: int, mcfg: ModelConfig) -> dict[str, Any]:
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        rows, n = self.rows, len(self.rows)
+        sequences = sum(r["sequences"] for r in rows)
+        tokens = sum(r["tokens"] for r in rows)
+        seq_len = tokens / max(sequences, 1)
+        preds = sum(r["masked"] for r in rows) / max(sequences, 1)
+        flops = train_flops_per_sequence(mcfg, round(seq_len), round(preds)) * sequences
+        self.tok_s = round(tokens / elapsed)
+        record = {"step": step, "split": "train"}
+        for key in ("loss", "mlm_acc", "sop_acc", "grad_norm"):
+            record[key] = sum(r[key] for r in rows) / n
+        record.update(lr=rows[-1]["lr"], tokens_per_s=tokens / elapsed, flops_per_s=flops / elapsed)
+        self.start, self.rows = time.perf_counter(), []
+        return record
+
+
+def _eval(tr: _Trainer, eval_batches: Any, step: int, logger: MetricsLogger) -> dict[str, float]:
+    if eval_batches is None:
+        return {}
+    with torch.random.fork_rng(devices=[]):  # held-out passes must not shift the training RNG stream
+        result = evaluate(
+            tr.model, eval_batches(), tr.env, precision=tr.cfg.precision,
+            max_batches=tr.cfg.eval_batches, vocab_size=tr.mcfg.vocab_size,
+        )  # fmt: skip
+    result = {"step": step, "split": "eval", **result}
+    logger.log(result)
+    return result
+
+
+def _progress(cfg: TrainConfig, env: dist.DistEnv, step: int) -> Any:
+    if not (cfg.progress and env.is_main):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=cfg.max_steps, initial=step, desc="pretrain", unit="step", dynamic_ncols=True)
+
+
+__all__ = ["NonFiniteLossError", "TrainSummary", "autocast", "pretrain"]

@@ -1,0 +1,224 @@
+"""The run directory: refusing to clobber or mix runs, resume state in and out, the final model.
+
+RUN_DIR/
+  run_config.json    model + train config and inputs of the run (written once, at the start)
+  tokenizer/         the tokenizer the data was built with (copied in), checked against the data manifest
+  checkpoints/       see checkpoint.py
+  metrics.jsonl      see metrics.py
+  model/             the final model (litebert.load-able, with the tokenizer); eval.json the final held-out eval
+Every check runs before anything is written, so a refused run leaves the directory as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from litebert.config import ModelConfig
+from litebert.train import dist
+from litebert.train.checkpoint import (
+    latest_checkpoint,
+    list_checkpoints,
+    load_trainer_state,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from litebert.train.config import TrainConfig
+
+RUN_CONFIG = "run_config.json"
+SPIECE = "spiece.model"
+
+
+@dataclass
+class RunFiles:
+    run_dir: Path
+    tokenizer_dir: Path | None = None
+    resume_from: Path | None = None
+    init_from: Path | None = None
+    keep_last: int = 3
+
+    def initial_model(self, mcfg: ModelConfig, *, seed: int) -> nn.Module:
+        """A fresh model seeded identically on every rank, or the weights of `init_from` / the checkpoint."""
+        import litebert
+
+        torch.manual_seed(seed)
+        source = self.resume_from or self.init_from
+        model = litebert.load(source) if source is not None else litebert.AlbertForPretraining(mcfg)
+        if model.config != mcfg:
+            raise ValueError(f"{source}: model config differs from the requested one: {_diff(model.config, mcfg)}")
+        return model
+
+    def restore(self, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, env: dist.DistEnv) -> int:
+        """Load optimizer, scaler, RNG and data position of `resume_from`; returns the step to continue at."""
+        state = load_trainer_state(self.resume_from)
+        if state["world_size"] != env.world_size:
+            raise ValueError(
+                f"{self.resume_from}: saved by {state['world_size']} processes, resumed by {env.world_size}; "
+                "exact resume needs the same world size (every rank's data position and RNG are saved)"
+            )
+        dist.load_optimizer_state(model, optimizer, state["optimizer"])
+        if scaler is not None and state.get("scaler"):
+            scaler.load_state_dict(state["scaler"])
+        set_rng_state(state["rng"][env.rank])
+        batches.load_state_dict(state["data"][env.rank])
+        return int(state["step"])
+
+    def last_checkpoint(self) -> Path | None:
+        return latest_checkpoint(self.run_dir)
+
+    def write_final(self, model: nn.Module, eval_result: dict, env: dist.DistEnv) -> Path | None:
+        state = dist.full_state_dict(model)  # collective under FSDP
+        if not env.is_main:
+            return None
+        out = self.run_dir / "model"
+        _write_model(out, state, dist.unwrap(model).config, self.tokenizer_dir)
+        if eval_result:
+            (self.run_dir / "eval.json").write_text(json.dumps(eval_result, indent=2) + "\n")
+        return out
+
+
+def _write_model(directory: Path, state: dict, config: ModelConfig, tokenizer_dir: Path | None) -> None:
+    """The same layout as `litebert.save`, from a (possibly gathered) state dict."""
+    from litebert.weights import CONFIG_FILE, WEIGHTS_FILE, copy_tokenizer, write_json, write_safetensors
+
+    directory.mkdir(parents=True, exist_ok=True)
+    write_safetensors(state, directory / WEIGHTS_FILE, {"format": "pt", "producer": "litebert"})
+    write_json({"litebert": True, **config.to_dict()}, directory / CONFIG_FILE)
+    if tokenizer_dir is not None:
+        copy_tokenizer(tokenizer_dir, directory)
+
+
+def save_training_state(
+    run: RunFiles, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, step: int,
+    metric: float | None, env: dist.DistEnv,
+) -> Path | None:  # fmt: skip
+    """Checkpoint `step` (collectives on every rank, files from rank 0 only)."""
+    weights = dist.full_state_dict(model)
+    opt_state = dist.optimizer_state(model, optimizer)
+    rngs = dist.gather_objects(rng_state(), env)
+    data = dist.gather_objects(batches.state_dict(), env)
+    path = None
+    if env.is_main:
+        trainer_state = {
+            "step": step, "optimizer": opt_state, "scaler": scaler.state_dict() if scaler else {},
+            "rng": rngs, "data": data, "world_size": env.world_size, "scheduler": {"step": step},
+        }  # fmt: skip
+        config = dist.unwrap(model).config
+        path = save_checkpoint(
+            run.run_dir, step, trainer_state=trainer_state, metric=metric, keep_last=run.keep_last,
+            write_model=lambda d: _write_model(d, weights, config, run.tokenizer_dir),
+        )  # fmt: skip
+    dist.barrier(env)
+    return path
+
+
+def open_run(
+    model_config: ModelConfig, train_config: TrainConfig, out_dir: str | Path, env: dist.DistEnv, *,
+    data_dir: str | Path | None, resume: bool, init_from: str | Path | None, tokenizer_dir: str | Path | None,
+) -> RunFiles:  # fmt: skip
+    """Check everything on rank 0, then set up RUN_DIR; every rank gets the same answer or the same error."""
+    result: Any = None
+    if env.is_main:
+        try:
+            result = _open_run_main(model_config, train_config, Path(out_dir), data_dir, resume, init_from,
+                                    tokenizer_dir)  # fmt: skip
+        except (ValueError, FileNotFoundError) as exc:
+            result = exc
+    result = dist.broadcast_object(result, env)
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def _open_run_main(
+    mcfg: ModelConfig, cfg: TrainConfig, run_dir: Path, data_dir: Any, resume: bool, init_from: Any,
+    tokenizer_dir: Any,
+) -> RunFiles:  # fmt: skip
+    init = Path(init_from) if init_from is not None else None
+    if init is not None and not init.is_dir():
+        raise FileNotFoundError(f"{init}: --init-from directory not found")
+    run = RunFiles(run_dir=run_dir, init_from=init, keep_last=cfg.keep_last)
+    if resume:
+        run.resume_from = _resume_checkpoint(run_dir, mcfg)
+        stored = run_dir / "tokenizer"
+        run.tokenizer_dir = stored if stored.is_dir() else None
+    else:
+        if list_checkpoints(run_dir) or (run_dir / RUN_CONFIG).exists():
+            raise ValueError(
+                f"{run_dir} already holds a run; pass --resume to continue it or choose another --out "
+                "(nothing was overwritten)"
+            )
+        tok = Path(tokenizer_dir) if tokenizer_dir is not None else None
+        if tok is None and init is not None and (init / SPIECE).is_file():
+            tok = init
+        run.tokenizer_dir = tok
+    if data_dir is not None:
+        _check_data(Path(data_dir), mcfg, run.tokenizer_dir)
+    if not resume:
+        _create_run_dir(run, mcfg, cfg, data_dir)
+    return run
+
+
+def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig) -> Path:
+    from litebert.weights import load_config
+
+    ckpt = latest_checkpoint(run_dir)
+    if ckpt is None:
+        raise FileNotFoundError(f"{run_dir}: --resume given but it holds no complete checkpoint")
+    saved = load_config(ckpt)
+    if saved != mcfg:
+        raise ValueError(
+            f"{ckpt}: cannot resume, the checkpoint's model config differs from this run's: "
+            f"{_diff(saved, mcfg)} (nothing was overwritten)"
+        )
+    return ckpt
+
+
+def _check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -> None:
+    from litebert.data import read_manifest
+
+    manifest = read_manifest(data_dir)
+    vocab = int(manifest.get("vocab_size", 0))
+    if vocab > mcfg.vocab_size:
+        raise ValueError(
+            f"{data_dir / 'manifest.json'}: data vocab_size {vocab} exceeds the model's vocab_size {mcfg.vocab_size}"
+        )
+    if tokenizer_dir is not None and (tokenizer_dir / SPIECE).is_file():
+        digest = hashlib.sha256((tokenizer_dir / SPIECE).read_bytes()).hexdigest()
+        expected = manifest.get("tokenizer_sha256")
+        if expected != digest:
+            raise ValueError(
+                f"{data_dir / 'manifest.json'}: data built with tokenizer sha256 {str(expected)[:12]}..., but "
+                f"the tokenizer of this run/model ({tokenizer_dir / SPIECE}) has sha256 {digest[:12]}...; "
+                "rebuild the data with this tokenizer (litebert data build) or pass the matching one"
+            )
+
+
+def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any) -> None:
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    if run.tokenizer_dir is not None:
+        stored = run.run_dir / "tokenizer"
+        stored.mkdir(exist_ok=True)
+        for f in run.tokenizer_dir.iterdir():
+            if f.is_file() and (f.name == SPIECE or f.name.startswith(("tokenizer", "litebert_tokenizer"))):
+                shutil.copy2(f, stored / f.name)
+        run.tokenizer_dir = stored
+    config = {
+        "model": mcfg.to_dict(), "train": cfg.to_dict(),
+        "data_dir": str(data_dir) if data_dir is not None else None,
+        "init_from": str(run.init_from) if run.init_from is not None else None,
+    }  # fmt: skip
+    (run.run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+
+
+def _diff(a: ModelConfig, b: ModelConfig) -> str:
+    da, db = a.to_dict(), b.to_dict()
+    return ", ".join(f"{k}: {da[k]!r} vs {db[k]!r}" for k in da if da[k] != db[k])
