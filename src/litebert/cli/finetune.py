@@ -1,9 +1,99 @@
-"""CLI subcommands for the finetune step (filled in by the work on that step)."""
+"""CLI subcommands of the fine-tuning step: finetune, evaluate, predict, embed."""
 
 from __future__ import annotations
 
 import argparse
+import json
+
+from litebert.tasks import TASKS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    pass
+    p = sub.add_parser("finetune", help="fine-tune a pretrained model on a task; best dev checkpoint in OUT/best")
+    p.add_argument("--task", required=True, choices=sorted(TASKS))
+    p.add_argument("--train", required=True, help="training file (TSV/CSV, SQuAD/RACE JSON, CoNLL)")
+    p.add_argument("--dev", required=True, help="dev file, scored every --eval-every steps")
+    p.add_argument("--init", required=True, help="litebert checkpoint dir or transformers ALBERT dir")
+    p.add_argument("--out", required=True, help="output dir: results.json and best/")
+    p.add_argument("--tokenizer", help="tokenizer dir (default: the one in --init)")
+    p.add_argument("--random-init", action="store_true", help="init's architecture with fresh random weights")
+    for flag, typ, default in (
+        ("--max-steps", int, 1000), ("--eval-every", int, 100), ("--seed", int, 0), ("--lr", float, 2e-5),
+        ("--batch-size", int, 32), ("--max-seq-length", int, 512), ("--doc-stride", int, 128),
+        ("--max-query-length", int, 64), ("--max-answer-length", int, 30), ("--max-qa-length", int, 128),
+        ("--null-score-diff-threshold", float, 0.0), ("--weight-decay", float, 0.01),
+    ):  # fmt: skip
+        p.add_argument(flag, type=typ, default=default)
+    p.add_argument("--warmup", type=float, default=0.1, help="fraction of --max-steps if < 1, else steps")
+    p.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
+    p.add_argument("--text-columns", help="comma-separated text column names (one, or two for pairs)")
+    p.add_argument("--label-column", help="label (or score) column name")
+    p.add_argument("--device", help="torch device (default: cuda when available)")
+    p.set_defaults(func=_finetune)
+
+    e = sub.add_parser("evaluate", help="score SQuAD predictions (official metric) or a fine-tuned model")
+    e.add_argument("--task", choices=sorted(TASKS), help="with --predictions: only squad")
+    e.add_argument("--data", required=True, help="gold file (SQuAD JSON, or a labelled file of the model's task)")
+    e.add_argument("--predictions", help="predictions JSON (question id -> answer text, '' for no answer)")
+    e.add_argument("--version", choices=("1.1", "2.0"), help="SQuAD version (default: from the gold file)")
+    e.add_argument("--init", help="fine-tuned model dir (OUT/best) to evaluate on --data")
+    e.set_defaults(func=_evaluate)
+
+    r = sub.add_parser("predict", help="write a fine-tuned model's predictions for every input of a file")
+    r.add_argument("--init", required=True, help="fine-tuned model dir (OUT/best)")
+    r.add_argument("--data", required=True, help="input file in the task's format (labels optional)")
+    r.add_argument("--out", required=True, help="predictions JSON (SQuAD: question id -> answer text)")
+    r.set_defaults(func=_predict)
+
+    m = sub.add_parser("embed", help="mean-pooled embeddings of each line of a text file, saved as .npy")
+    m.add_argument("file", help="text file, one text per line")
+    m.add_argument("--init", required=True, help="model dir (litebert, transformers ALBERT or fine-tuned)")
+    m.add_argument("--out", required=True, help="output .npy, shape (lines, hidden_size)")
+    m.add_argument("--batch-size", type=int, default=32)
+    m.add_argument("--max-seq-length", type=int, help="window length (default: the model's maximum)")
+    m.set_defaults(func=_embed)
+
+
+def _finetune(args: argparse.Namespace) -> int:
+    from litebert.finetune import FinetuneConfig, finetune
+
+    skip = {"command", "func", "text_columns"}
+    kw = {k: v for k, v in vars(args).items() if k not in skip and v is not None}
+    if args.text_columns:
+        kw["text_columns"] = tuple(c.strip() for c in args.text_columns.split(","))
+    result = finetune(FinetuneConfig(**kw))
+    print(json.dumps({"best": {result.best_metric: result.best_value, "step": result.best_step},
+                      "results": str(result.results_path), "best_dir": str(result.best_dir)}))  # fmt: skip
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    if args.predictions:
+        if args.task not in (None, "squad"):
+            raise ValueError("--predictions scoring is for --task squad; use --init to evaluate a model")
+        from litebert.tasks.squad_eval import evaluate_files
+
+        print(json.dumps(evaluate_files(args.data, args.predictions, version=args.version)))
+        return 0
+    if not args.init:
+        raise ValueError("evaluate needs --predictions (SQuAD scoring) or --init (a fine-tuned model)")
+    from litebert.finetune import evaluate
+
+    print(json.dumps(evaluate(args.init, args.data)))
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from litebert.finetune import predict
+
+    preds = predict(args.init, args.data, args.out)
+    print(json.dumps({"predictions": len(preds), "out": args.out}))
+    return 0
+
+
+def _embed(args: argparse.Namespace) -> int:
+    from litebert.embed import embed_file
+
+    result = embed_file(args.file, args.init, args.out, batch_size=args.batch_size, max_seq_length=args.max_seq_length)
+    print(json.dumps({"shape": list(result.vectors.shape), "windowed": result.windowed, "out": args.out}))
+    return 0

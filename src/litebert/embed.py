@@ -1,0 +1,95 @@
+"""Sentence and document embeddings: mean pooling of the backbone's last hidden states.
+
+Mean pooling over the real tokens is Sentence-BERT's default (Reimers & Gurevych 2019) and beat the [CLS]
+state there. A text longer than the model's maximum is split into consecutive windows of
+max_seq_length - 2 pieces, each encoded as [CLS] window [SEP]; its embedding is the token-count-weighted
+mean of the windows' mean-pooled states (so every piece of a document counts once), and the number of such
+texts is reported. `litebert embed FILE` embeds one text per line, blank lines included, so row i of the
+output is line i of the input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import litebert
+from litebert.finetune_heads import mean_pool
+from litebert.model import Albert
+from litebert.tasks.common import collate, open_text
+
+
+@dataclass
+class Embeddings:
+    vectors: np.ndarray  # (N, H) float32
+    windowed: int  # texts longer than max_seq_length, embedded as several windows
+
+
+def load_encoder(directory: str | Path) -> tuple[Albert, Any]:
+    """The backbone and tokenizer of a litebert / transformers ALBERT / fine-tuned model directory."""
+    from litebert.finetune import load_tokenizer
+
+    return litebert.load(directory).albert, load_tokenizer(directory)
+
+
+def _windows(ids: list[int], width: int) -> list[list[int]]:
+    return [ids[i : i + width] for i in range(0, len(ids), width)] or [[]]
+
+
+@torch.no_grad()
+def embed_texts(
+    backbone: Albert, tok: Any, texts: list[str], *, batch_size: int = 32, max_seq_length: int | None = None
+) -> Embeddings:
+    """Mean-pooled embedding of each text (windows for long texts, see the module docstring)."""
+    max_len = min(max_seq_length or backbone.config.max_position, backbone.config.max_position)
+    backbone.eval()
+    device = next(backbone.parameters()).device
+    owner, feats, windowed = [], [], 0
+    for t, ids in enumerate(tok.encode(x) for x in texts):
+        parts = _windows(ids, max_len - 2)
+        windowed += len(parts) > 1
+        for part in parts:
+            seq = np.asarray([tok.cls_id, *part, tok.sep_id], dtype=np.int64)
+            feats.append({"input_ids": seq, "token_type_ids": np.zeros_like(seq), "attention_mask": np.ones_like(seq)})
+            owner.append(t)
+    pad = {"input_ids": tok.pad_id, "token_type_ids": 0, "attention_mask": 0}
+    # Sort windows by length so each batch pads little; results go back by index.
+    order = np.argsort([len(f["input_ids"]) for f in feats], kind="stable")
+    sums = np.zeros((len(texts), backbone.config.hidden_size), dtype=np.float64)
+    counts = np.zeros(len(texts), dtype=np.float64)
+    for i in range(0, len(order), batch_size):
+        idx = order[i : i + batch_size]
+        batch = {k: v.to(device) for k, v in collate([feats[j] for j in idx], pad).items()}
+        hidden, _ = backbone(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        pooled = mean_pool(hidden, batch["attention_mask"]).float().cpu().numpy()
+        n_tokens = batch["attention_mask"].sum(1).cpu().numpy()
+        for j, vec, n in zip(idx, pooled, n_tokens, strict=True):
+            sums[owner[j]] += vec * n
+            counts[owner[j]] += n
+    return Embeddings((sums / counts[:, None]).astype(np.float32), windowed)
+
+
+def embed_file(
+    path: str | Path, init: str | Path, out: str | Path | None = None, *, batch_size: int = 32,
+    max_seq_length: int | None = None,
+) -> Embeddings:  # fmt: skip
+    """Embed every line of a text file with the model in `init`; save the (N, H) array to `out` (.npy)."""
+    with open_text(path) as f:
+        texts = [line.rstrip("\r\n") for line in f]
+    if not texts:
+        raise ValueError(f"{path}: no lines to embed")
+    backbone, tok = load_encoder(init)
+    result = embed_texts(backbone, tok, texts, batch_size=batch_size, max_seq_length=max_seq_length)
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        np.save(out, result.vectors)
+    return result
+
+
+def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return unit @ unit.T

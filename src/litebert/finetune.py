@@ -1,0 +1,288 @@
+"""Fine-tuning: a pretrained backbone + a task head, trained with the official protocol (evaluate on dev every
+N steps, keep the best dev checkpoint), plus evaluation and prediction with a saved fine-tuned model.
+
+The recipe follows the official ALBERT fine-tuning scripts (run_classifier.py / run_squad_v2.py /
+run_race.py and PAPER.md section 7): AdamW with weight decay 0.01 (not on LayerNorm and biases), linear
+warmup then linear decay to 0, gradient clipping at 1.0, the best dev checkpoint reported. A fine-tuned
+model directory holds the (updated) pretrained model as `litebert.save` writes it, so `litebert.load` reads
+it, plus head.safetensors and finetune.json (task, labels, settings) and the tokenizer files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+import litebert
+from litebert.finetune_heads import FinetuneModel, build_head
+from litebert.heads import AlbertForPretraining
+from litebert.tasks import TASKS, Task, TaskData, get_task
+from litebert.tasks.common import collate
+from litebert.train.optim import build_optimizer, lr_schedule, set_lr
+
+HEAD_FILE, META_FILE, RESULTS_FILE = "head.safetensors", "finetune.json", "results.json"
+# Per-task defaults for the named columns (GLUE's SST-2 / STS-B headers).
+DEFAULT_COLUMNS = {
+    "classification": (("sentence",), "label"),
+    "regression": (("sentence1", "sentence2"), "score"),
+    "similarity": (("sentence1", "sentence2"), "score"),
+}
+
+
+@dataclass(kw_only=True)
+class FinetuneConfig:
+    """One fine-tuning run. `warmup` below 1 is a fraction of max_steps, otherwise a number of steps."""
+
+    task: str
+    train: str
+    dev: str
+    init: str
+    out: str
+    tokenizer: str | None = None  # default: the tokenizer files in `init`
+    random_init: bool = False  # keep init's architecture and tokenizer, re-initialise the weights
+    max_steps: int = 1000
+    eval_every: int = 100
+    seed: int = 0
+    lr: float = 2e-5
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    max_seq_length: int = 512
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    optimizer: str = "adamw"
+    text_columns: tuple[str, ...] | None = None
+    label_column: str | None = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    n_best_size: int = 20
+    null_score_diff_threshold: float = 0.0
+    max_qa_length: int = 128
+    device: str | None = None  # default: cuda when available
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"FinetuneConfig.task must be one of {sorted(TASKS)}, got {self.task!r}")
+        for name in ("max_steps", "eval_every", "batch_size", "eval_batch_size", "max_seq_length", "doc_stride",
+                     "max_query_length", "max_answer_length", "n_best_size", "max_qa_length"):  # fmt: skip
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"FinetuneConfig.lr must be positive, got {self.lr!r}")
+        if self.warmup < 0:
+            raise ValueError(f"FinetuneConfig.warmup must be >= 0, got {self.warmup!r}")
+        if self.max_query_length + 4 > self.max_seq_length or self.max_qa_length + 4 > self.max_seq_length:
+            raise ValueError(
+                f"FinetuneConfig.max_seq_length ({self.max_seq_length}) must exceed max_query_length "
+                f"({self.max_query_length}) and max_qa_length ({self.max_qa_length}) by at least 4"
+            )
+        columns, label = DEFAULT_COLUMNS.get(self.task, ((), None))
+        self.text_columns = tuple(self.text_columns) if self.text_columns else columns
+        self.label_column = self.label_column or label
+
+    @property
+    def warmup_steps(self) -> int:
+        return int(self.warmup * self.max_steps) if self.warmup < 1 else int(self.warmup)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["text_columns"] = list(d["text_columns"]) if d["text_columns"] else None
+        return d
+
+
+@dataclass
+class FinetuneResult:
+    best_metric: str
+    best_value: float
+    best_step: int
+    best_dir: Path
+    history: list[dict[str, Any]] = field(default_factory=list)
+    results_path: Path | None = None
+
+
+def load_tokenizer(directory: str | Path) -> Any:
+    from litebert.tokenizer import Tokenizer  # the text step's module
+
+    return Tokenizer.load(directory)
+
+
+def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
+    """The model to start from (a litebert or transformers ALBERT dir) and its tokenizer."""
+    base = litebert.load(cfg.init)
+    if cfg.random_init:
+        torch.manual_seed(cfg.seed)
+        base = AlbertForPretraining(base.config)  # same architecture, fresh truncated-normal weights
+    tok = load_tokenizer(cfg.tokenizer or cfg.init)
+    if tok.vocab_size != base.config.vocab_size:
+        raise ValueError(
+            f"tokenizer in {cfg.tokenizer or cfg.init} has {tok.vocab_size} pieces but the model's "
+            f"vocab_size is {base.config.vocab_size}"
+        )
+    if cfg.max_seq_length > base.config.max_position:
+        raise ValueError(
+            f"FinetuneConfig.max_seq_length ({cfg.max_seq_length}) exceeds the model's maximum "
+            f"(max_position = {base.config.max_position} in {cfg.init})"
+        )
+    return base, tok
+
+
+def train_batches(data: TaskData, batch_size: int, pad: dict[str, int], rng: np.random.Generator) -> Iterator:
+    """Seeded epochs of shuffled training features, forever."""
+    n = len(data.features)
+    while True:
+        order = rng.permutation(n)
+        for i in range(0, n, batch_size):
+            yield collate([data.features[j] for j in order[i : i + batch_size]], pad)
+
+
+@torch.no_grad()
+def run_model(
+    model: FinetuneModel, data: TaskData, pad: dict[str, int], batch_size: int, device: torch.device
+) -> dict[str, list[np.ndarray]]:
+    """Per-feature outputs (logits etc.) of the model in eval mode, in feature order."""
+    model.eval()
+    outputs: dict[str, list[np.ndarray]] = {}
+    for i in range(0, len(data.features), batch_size):
+        batch = collate(data.features[i : i + batch_size], pad)
+        batch = {k: v.to(device) for k, v in batch.items() if not k.endswith("labels") and "positions" not in k}
+        for key, value in model(batch).items():
+            outputs.setdefault(key, []).extend(value.float().cpu().numpy())
+    return outputs
+
+
+def evaluate_data(model: FinetuneModel, task: Task, data: TaskData, tok: Any, cfg: Any, state: dict) -> dict:
+    outputs = run_model(model, data, task.pad_values(tok), cfg.eval_batch_size, _device(cfg))
+    return task.score(data, outputs, cfg, state)
+
+
+def _device(cfg: Any) -> torch.device:
+    return torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
+def finetune(cfg: FinetuneConfig) -> FinetuneResult:
+    """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json."""
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    base, tok = load_pretrained(cfg)
+    task, state = get_task(cfg.task), {}
+    train = task.load(cfg.train, tok, cfg, state, mode="train")
+    dev = task.load(cfg.dev, tok, cfg, state, mode="eval")
+    for data in (train, dev):
+        data.report.warn()
+    model = FinetuneModel(base, build_head(task.head, base.config, task.num_outputs(state)))
+    device = _device(cfg)
+    model.to(device)
+    optimizer = build_optimizer(model.trainable(), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    batches = train_batches(train, cfg.batch_size, task.pad_values(tok), rng)
+    out = Path(cfg.out)
+    result = FinetuneResult(task.main_metric, -float("inf"), 0, out / "best")
+    losses: list[float] = []
+    start = time.perf_counter()
+    for step in range(1, cfg.max_steps + 1):
+        model.train()
+        set_lr(
+            optimizer, lr_schedule(step - 1, peak_lr=cfg.lr, warmup_steps=cfg.warmup_steps, total_steps=cfg.max_steps)
+        )
+        batch = {k: v.to(device) for k, v in next(batches).items()}
+        loss = model(batch)["loss"]
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.trainable().parameters(), 1.0)
+        optimizer.step()
+        losses.append(float(loss))
+        if step % cfg.eval_every == 0 or step == cfg.max_steps:
+            metrics = evaluate_data(model, task, dev, tok, cfg, state)
+            entry = {"step": step, "train_loss": float(np.mean(losses)), "seconds": time.perf_counter() - start}
+            result.history.append({**entry, "dev": metrics})
+            losses = []
+            if metrics[task.main_metric] > result.best_value:
+                result.best_value, result.best_step = metrics[task.main_metric], step
+                save_finetuned(model, result.best_dir, task.name, state, cfg, tok)
+    result.results_path = write_results(result, cfg, state, train, dev)
+    return result
+
+
+def write_results(result: FinetuneResult, cfg: FinetuneConfig, state: dict, train: TaskData, dev: TaskData) -> Path:
+    best = next(h for h in result.history if h["step"] == result.best_step)
+    payload = {
+        "task": cfg.task,
+        "best": {"metric": result.best_metric, "value": result.best_value, "step": result.best_step},
+        "dev_at_best": best["dev"],
+        "history": result.history,
+        "input_report": {"train": train.report.to_dict(), "dev": dev.report.to_dict()},
+        "counts": {"train_features": len(train.features), "dev_features": len(dev.features)},
+        "state": state,
+        "config": cfg.to_dict(),
+    }
+    path = Path(cfg.out) / RESULTS_FILE
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path
+
+
+def save_finetuned(
+    model: FinetuneModel, directory: Path, task: str, state: dict, cfg: FinetuneConfig, tok: Any
+) -> None:
+    litebert.save(model.pretrained, directory, tokenizer_dir=tok.dir)
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.head.state_dict().items()}, directory / HEAD_FILE)
+    meta = {"task": task, "num_outputs": get_task(task).num_outputs(state), "state": state, "config": cfg.to_dict()}
+    (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+@dataclass
+class Finetuned:
+    model: FinetuneModel
+    task: Task
+    state: dict[str, Any]
+    config: FinetuneConfig
+    tokenizer: Any
+
+
+def load_finetuned(directory: str | Path) -> Finetuned:
+    """A model saved by `finetune` (its OUT/best directory)."""
+    directory = Path(directory)
+    meta_path = directory / META_FILE
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{meta_path}: not a fine-tuned model directory (no {META_FILE})")
+    meta = json.loads(meta_path.read_text())
+    cfg = FinetuneConfig(**meta["config"])
+    task = get_task(meta["task"])
+    base = litebert.load(directory)
+    head = build_head(task.head, base.config, meta["num_outputs"])
+    head.load_state_dict(load_file(directory / HEAD_FILE))
+    model = FinetuneModel(base, head).to(_device(cfg))
+    return Finetuned(model, task, meta["state"], cfg, load_tokenizer(directory))
+
+
+def evaluate(directory: str | Path, data_path: str | Path) -> dict[str, float]:
+    """Score a fine-tuned model on a labelled file of its task."""
+    ft = load_finetuned(directory)
+    data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="eval")
+    data.report.warn()
+    return {
+        **evaluate_data(ft.model, ft.task, data, ft.tokenizer, ft.config, ft.state),
+        "input_report": data.report.to_dict(),
+    }
+
+
+def predict(directory: str | Path, data_path: str | Path, out: str | Path | None = None) -> Any:
+    """Predictions of a fine-tuned model for every input of a file (labels not needed); optionally to JSON."""
+    ft = load_finetuned(directory)
+    data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="predict")
+    data.report.warn()
+    outputs = run_model(ft.model, data, ft.task.pad_values(ft.tokenizer), ft.config.eval_batch_size, _device(ft.config))
+    preds = ft.task.predict(data, outputs, ft.config, ft.state)
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(preds, indent=1, ensure_ascii=False) + "\n")
+    return preds

@@ -1,0 +1,160 @@
+"""Task heads on the shared ALBERT backbone, and `FinetuneModel` (backbone + one head).
+
+Every head takes the backbone and a batch and returns a dict of outputs (plus "loss" when the batch has
+targets), so heads that run the backbone differently (several options per example, two sentences per pair)
+need nothing special from the training loop. Shapes follow the official ALBERT fine-tuning code:
+classification reads the pooled [CLS] state through dropout (run_classifier.py), span QA scores every token
+as a start and an end (the BERT-style SQuAD head), multiple choice scores each option's pooled state with one
+unit and normalises over the options (run_race.py).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from litebert.config import ModelConfig
+from litebert.model import Albert, init_weights
+
+IGNORE = -100
+
+
+def encode(backbone: Albert, batch: dict[str, torch.Tensor], prefix: str = "") -> tuple[torch.Tensor, ...]:
+    return backbone(batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"], batch[f"{prefix}token_type_ids"])
+
+
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Average of the token states where mask is 1 ([CLS]/[SEP] included, as Sentence-BERT's MEAN)."""
+    m = mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+    return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)  # (B, H)
+
+
+class SequenceHead(nn.Module):
+    """Pooled [CLS] -> dropout -> Linear: classification (cross-entropy) or, with one output, regression (MSE)."""
+
+    def __init__(self, config: ModelConfig, num_outputs: int):
+        super().__init__()
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.out = nn.Linear(config.hidden_size, num_outputs)
+
+    def forward(self, backbone: Albert, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        _, pooled = encode(backbone, batch)
+        logits = self.out(self.dropout(pooled))  # (B, num_outputs)
+        out = {"logits": logits}
+        if "labels" in batch:
+            if logits.shape[-1] == 1:
+                out["loss"] = F.mse_loss(logits.squeeze(-1).float(), batch["labels"].float())
+            else:
+                out["loss"] = F.cross_entropy(logits.float(), batch["labels"])
+        return out
+
+
+class TokenHead(nn.Module):
+    """Every token state -> dropout -> Linear over the tags; -100 targets (later pieces, padding) ignored."""
+
+    def __init__(self, config: ModelConfig, num_outputs: int):
+        super().__init__()
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.out = nn.Linear(config.hidden_size, num_outputs)
+
+    def forward(self, backbone: Albert, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        hidden, _ = encode(backbone, batch)
+        logits = self.out(self.dropout(hidden))  # (B, T, num_labels)
+        out = {"logits": logits}
+        if "labels" in batch:
+            out["loss"] = F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE)
+        return out
+
+
+class SpanHead(nn.Module):
+    """Linear(H, 2) on every token: start and end logits; position 0 ([CLS]) stands for "no answer"."""
+
+    def __init__(self, config: ModelConfig, num_outputs: int = 2):
+        super().__init__()
+        self.out = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, backbone: Albert, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        hidden, _ = encode(backbone, batch)
+        logits = self.out(hidden).float()  # (B, T, 2)
+        # Padding can never be a start or an end.
+        logits = logits.masked_fill(batch["attention_mask"].unsqueeze(-1) == 0, -1e4)
+        start, end = logits.unbind(-1)  # (B, T) each
+        out = {"start_logits": start, "end_logits": end}
+        if "start_positions" in batch:
+            out["loss"] = (
+                F.cross_entropy(start, batch["start_positions"]) + F.cross_entropy(end, batch["end_positions"])
+            ) / 2
+        return out
+
+
+class ChoiceHead(nn.Module):
+    """Each option's pooled state -> dropout -> Linear(H, 1); softmax over the options of an example."""
+
+    def __init__(self, config: ModelConfig, num_outputs: int = 1):
+        super().__init__()
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.out = nn.Linear(config.hidden_size, 1)
+
+    def forward(self, backbone: Albert, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        b, c, t = batch["input_ids"].shape
+        flat = {k: batch[k].reshape(b * c, t) for k in ("input_ids", "attention_mask", "token_type_ids")}
+        _, pooled = encode(backbone, flat)  # (B*C, H)
+        logits = self.out(self.dropout(pooled)).view(b, c)  # (B, C)
+        out = {"logits": logits}
+        if "labels" in batch:
+            out["loss"] = F.cross_entropy(logits.float(), batch["labels"])
+        return out
+
+
+class PairEmbeddingHead(nn.Module):
+    """Bi-encoder: mean-pool each sentence, cosine similarity, MSE to the target (CosineSimilarityLoss)."""
+
+    def __init__(self, config: ModelConfig, num_outputs: int = 1):
+        super().__init__()
+
+    def forward(self, backbone: Albert, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        u = mean_pool(encode(backbone, batch)[0], batch["attention_mask"])
+        v = mean_pool(encode(backbone, batch, "b_")[0], batch["b_attention_mask"])
+        cos = F.cosine_similarity(u.float(), v.float(), dim=-1)  # (B,)
+        out = {"cosine": cos}
+        if "labels" in batch:
+            out["loss"] = F.mse_loss(cos, batch["labels"].float())
+        return out
+
+
+HEADS: dict[str, type[nn.Module]] = {
+    "sequence": SequenceHead,
+    "token": TokenHead,
+    "span": SpanHead,
+    "choice": ChoiceHead,
+    "pair-embedding": PairEmbeddingHead,
+}
+
+
+def build_head(kind: str, config: ModelConfig, num_outputs: int) -> nn.Module:
+    if kind not in HEADS:
+        raise ValueError(f"unknown head {kind!r}; choose one of {sorted(HEADS)}")
+    head = HEADS[kind](config, num_outputs)
+    init_weights(head, config.initializer_range)
+    return head
+
+
+class FinetuneModel(nn.Module):
+    """A pretrained model (its `.albert` backbone is fine-tuned; MLM/SOP heads are kept for saving) + a head."""
+
+    def __init__(self, pretrained: nn.Module, head: nn.Module):
+        super().__init__()
+        self.pretrained = pretrained
+        self.head = head
+
+    @property
+    def backbone(self) -> Albert:
+        return self.pretrained.albert
+
+    def trainable(self) -> nn.Module:
+        """The modules fine-tuning updates: backbone and head (not the unused pretraining heads)."""
+        return nn.ModuleDict({"albert": self.backbone, "head": self.head})
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return self.head(self.backbone, batch)
