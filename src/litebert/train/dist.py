@@ -23,6 +23,7 @@ class DistEnv:
     world_size: int = 1
     local_rank: int = 0
     device: torch.device = torch.device("cpu")
+    owns_group: bool = False  # setup() joined the process group, so teardown() leaves it
 
     @property
     def is_main(self) -> bool:
@@ -56,13 +57,14 @@ def setup(device: str = "auto") -> DistEnv:
         dev = torch.device("cuda", local_rank)
     else:
         dev = torch.device("cpu")
-    if world > 1 and not dist.is_initialized():
+    owns = world > 1 and not dist.is_initialized()
+    if owns:
         dist.init_process_group(backend="nccl" if use_cuda else "gloo", device_id=dev if use_cuda else None)
-    return DistEnv(rank=rank, world_size=world, local_rank=local_rank, device=dev)
+    return DistEnv(rank=rank, world_size=world, local_rank=local_rank, device=dev, owns_group=owns)
 
 
 def teardown(env: DistEnv) -> None:
-    if env.distributed and dist.is_initialized():
+    if env.owns_group and dist.is_initialized():
         dist.destroy_process_group()
 
 

@@ -43,6 +43,7 @@ class TrainSummary:
     model_dir: Path | None = None
     checkpoint: Path | None = None
     elapsed_s: float = 0.0
+    model: nn.Module | None = field(default=None, repr=False)  # the trained model (unwrapped)
 
     @property
     def final_loss(self) -> float:
@@ -184,6 +185,7 @@ def _train(
     summary.steps = step
     summary.model_dir = run.write_final(tr.model, summary.eval, env)
     summary.elapsed_s = time.perf_counter() - t0
+    summary.model = dist.unwrap(tr.model)
     return summary
 
 

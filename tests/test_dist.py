@@ -1,0 +1,79 @@
+"""`torchrun --nproc_per_node 2` on CPU (gloo): replicas stay identical and match one process on the same batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import litebert
+from litebert.train import TrainConfig, pretrain
+from litebert.train.synthetic import SyntheticBatches
+
+V, T, GLOBAL_BATCH, STEPS = 64, 32, 8, 4
+
+
+def model_config() -> litebert.ModelConfig:
+    # No dropout: the ranks draw different masks than one process would.
+    return litebert.preset(
+        "tiny", vocab_size=V, max_position=T, num_layers=2, hidden_size=32, embedding_size=16,
+        intermediate_size=64, num_heads=2, hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0,
+    )  # fmt: skip
+
+
+def train_config(**kw: object) -> TrainConfig:
+    base = dict(max_steps=STEPS, batch_size=GLOBAL_BATCH, lr=3e-3, warmup_steps=1, save_every=2, eval_every=100)
+    return TrainConfig(**{**base, "log_every": 1, "progress": False, "tensorboard": False, **kw})
+
+
+def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
+    out = tmp_path / parallel
+    worker = tmp_path / "worker.py"
+    worker.write_text(
+        textwrap.dedent(f"""
+        import hashlib, json, os, sys, torch
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import test_dist as t
+        torch.set_num_threads(1)
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        batches = t.SyntheticBatches(vocab_size=t.V, seq_len=t.T, batch_size=t.GLOBAL_BATCH, rank=rank,
+                                     world_size=world)
+        torch.distributed.init_process_group("gloo")  # ours: pretrain leaves it open for the hashing below
+        summary = t.pretrain(t.model_config(), t.train_config(parallel={parallel!r}), None, {str(out)!r},
+                             batches=batches)
+        digest = hashlib.sha256()
+        for name, p in sorted(summary.model.named_parameters()):
+            full = p.full_tensor() if hasattr(p, "full_tensor") else p
+            digest.update(name.encode() + full.detach().cpu().numpy().tobytes())
+        with open({str(tmp_path)!r} + f"/rank{{rank}}.json", "w") as f:
+            json.dump({{"losses": summary.losses, "digest": digest.hexdigest()}}, f)
+        torch.distributed.destroy_process_group()
+    """)
+    )
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(worker)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)], out
+
+
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
+def test_torchrun_two_processes_match_one_process(tmp_path: Path, parallel: str) -> None:
+    ranks, out = _launch(tmp_path, parallel)
+    assert ranks[0]["digest"] == ranks[1]["digest"]  # replicas identical after training
+    assert ranks[0]["losses"] == ranks[1]["losses"]  # the logged loss is the global mean on every rank
+    torch.set_num_threads(1)
+    single = pretrain(model_config(), train_config(), None, tmp_path / "single",
+                      batches=SyntheticBatches(vocab_size=V, seq_len=T, batch_size=GLOBAL_BATCH))  # fmt: skip
+    torch.testing.assert_close(torch.tensor(ranks[0]["losses"]), torch.tensor(single.losses), rtol=1e-5, atol=1e-6)
+    # Rank 0 alone wrote the run directory, and its final model is the single-process one (within float noise).
+    assert (out / "checkpoints" / "step_00000004" / "complete.json").is_file()
+    a, b = litebert.load(out / "model").state_dict(), litebert.load(single.model_dir).state_dict()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-4, atol=1e-5, msg=k)
