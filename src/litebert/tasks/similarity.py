@@ -9,6 +9,7 @@ the mapping does not matter) and Pearson correlation of cos(u, v) with the gold 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,10 @@ def read_scored_pairs(path: str | Path, text_columns: tuple[str, ...], score_col
 def read_lee(documents: str | Path, similarities: str | Path) -> tuple[list[str], list[tuple[int, int, float]]]:
     """The 50 Lee documents (one per line) and the (i, j, mean human score) of every pair i < j.
 
-    The matrix file is tab-separated, 50 x 50; its upper triangle holds the scores (gensim's test data)."""
-    with open_text(documents) as f:
-        docs = [line.strip() for line in f if line.strip()]
+    The matrix file is tab-separated, 50 x 50; its upper triangle holds the scores (gensim's test data).
+    The documents file is not valid UTF-8 (one Latin-1 pound sign): bytes that are not UTF-8 are read as
+    cp1252, with a warning."""
+    docs = [line.strip() for line in read_text_lenient(documents).splitlines() if line.strip()]
     rows = []
     with open_text(similarities) as f:
         for n, line in enumerate(f, 1):
@@ -64,6 +66,18 @@ def read_lee(documents: str | Path, similarities: str | Path) -> tuple[list[str]
         raise ValueError(f"{similarities}: expected a {len(docs)}x{len(docs)} matrix, got {m.shape}")
     pairs = [(i, j, float(m[i, j])) for i in range(len(docs)) for j in range(i + 1, len(docs))]
     return docs, pairs
+
+
+def read_text_lenient(path: str | Path) -> str:
+    """UTF-8 text, or cp1252 (with a warning) for a file from before UTF-8 was the norm."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: file not found")
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        warnings.warn(f"{path}: byte {exc.start} is not UTF-8; reading the file as cp1252", stacklevel=2)
+        return raw.decode("cp1252", errors="replace")
 
 
 def _single(tok: TokenizerLike, text: str, max_len: int, report: Report, where: str) -> dict[str, np.ndarray]:

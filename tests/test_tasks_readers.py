@@ -1,0 +1,116 @@
+"""Readers on the official-format fixtures (tests/fixtures/tasks) and on real data, and their error messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from litebert.tasks.classification import read_labeled_table
+from litebert.tasks.conll import chunks, entity_scores, read_conll
+from litebert.tasks.race import read_race
+from litebert.tasks.similarity import read_lee, read_scored_pairs
+from litebert.tasks.squad import read_squad
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
+
+
+def test_glue_tsv_keeps_quotes_and_csv_handles_quoted_commas():
+    rows = read_labeled_table(FIXTURES / "sst2.tsv", ("sentence",), "label")
+    assert len(rows) == 5 and rows[2].texts[0].startswith('an "instant classic"') and rows[2].label == "1"
+    assert rows[0].line == 2  # header is line 1
+    pairs = read_labeled_table(FIXTURES / "pairs.csv", ("premise", "hypothesis"), "label")
+    assert pairs[0].texts == ("A man plays a guitar, loudly.", "A man makes music.")
+    assert pairs[2].texts[0] == 'Two children read "Moby-Dick" together.'
+    assert [p.label for p in pairs] == ["entailment", "contradiction", "entailment", "neutral"]
+
+
+def test_real_rotten_tomatoes_csv_bz2(shared_data):
+    rows = read_labeled_table(shared_data / "labeled" / "rotten_tomatoes.csv.bz2", ("text",), "category")
+    counts = {c: sum(r.label == c for r in rows) for c in ("fresh", "rotten", "plot")}
+    assert counts == {"fresh": 7403, "rotten": 5405, "plot": 1097}  # the README's figures
+
+
+def test_missing_column_and_bad_number_are_named(tmp_path):
+    with pytest.raises(ValueError, match=r"sst2.tsv: missing column\(s\) \['text'\]; the header has"):
+        read_labeled_table(FIXTURES / "sst2.tsv", ("text",), "label")
+    with pytest.raises(ValueError, match=r"sts.tsv: line 2: label 'x' is not a number|missing column"):
+        read_labeled_table(FIXTURES / "sts.tsv", ("sentence1", "sentence2"), "label", regression=True)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("sentence\tlabel\nok\t1\nshort line\n")
+    with pytest.raises(ValueError, match="bad.tsv: line 3: expected 2 fields"):
+        read_labeled_table(bad, ("sentence",), "label")
+    bad.write_text("s1\ts2\tscore\na\tb\thigh\n")
+    with pytest.raises(ValueError, match="bad.tsv: line 2: score 'high' is not a number"):
+        read_scored_pairs(bad, ("s1", "s2"), "score")
+    with pytest.raises(FileNotFoundError, match="nope.tsv"):
+        read_labeled_table(tmp_path / "nope.tsv", ("sentence",), "label")
+
+
+def test_squad_v2_reader_and_v1():
+    examples, v2 = read_squad(FIXTURES / "squad_v2.json")
+    assert v2 and len(examples) == 48 and sum(ex.is_impossible for ex in examples) == 12
+    first = examples[0]
+    text, start = first.answers[0]
+    assert first.context[start : start + len(text)] == text == "Anna Whitfield"
+    impossible = next(ex for ex in examples if ex.is_impossible)
+    assert impossible.answers == []  # plausible_answers are not answers
+    v1, v2 = read_squad(FIXTURES / "squad_v1.json")
+    assert not v2 and len(v1) == 3 and len(v1[0].answers) == 3
+
+
+def test_squad_reader_errors(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"data": [{"paragraphs": [{"qas": []}]}]}))
+    with pytest.raises(ValueError, match="article 0, paragraph 0: missing field 'context'"):
+        read_squad(p)
+    p.write_text("[]")
+    with pytest.raises(ValueError, match="not a SQuAD file"):
+        read_squad(p)
+
+
+def test_race_list_file_and_official_directory_layout(tmp_path):
+    examples = read_race(FIXTURES / "race.json")
+    assert len(examples) == 24 and all(len(ex.options) == 4 for ex in examples)
+    assert examples[0].qid == "middle101.txt-0" and examples[0].label == 1  # "B"
+    # the official layout: RACE/dev/high/<n>.txt, one JSON object per file
+    items = json.loads((FIXTURES / "race.json").read_text())
+    for item in items[:2]:
+        d = tmp_path / "RACE" / "dev" / ("high" if item["id"].startswith("high") else "middle")
+        d.mkdir(parents=True, exist_ok=True)
+        (d / item["id"]).write_text(json.dumps(item))
+    assert len(read_race(tmp_path / "RACE")) == 8
+    item = dict(items[0], answers=["E", "A", "A", "A"])
+    (tmp_path / "bad.json").write_text(json.dumps(item))
+    with pytest.raises(ValueError, match="question 0: answer 'E' is not one of the options"):
+        read_race(tmp_path / "bad.json")
+
+
+def test_conll2003_reader():
+    sentences = read_conll(FIXTURES / "conll2003.txt")
+    assert len(sentences) == 8  # -DOCSTART- lines are not sentences
+    assert sentences[0].words[:3] == ["EU", "rejects", "German"]
+    assert sentences[0].tags[:3] == ["B-ORG", "O", "B-MISC"] and sentences[0].line == 3
+
+
+def test_conll_chunks_follow_conlleval():
+    assert chunks(["B-PER", "I-PER", "O", "B-LOC"]) == {("PER", 0, 1), ("LOC", 3, 3)}
+    # IOB1: I- after O starts a chunk; B- splits two adjacent chunks of one type
+    assert chunks(["I-ORG", "I-ORG", "B-ORG", "O"]) == {("ORG", 0, 1), ("ORG", 2, 2)}
+    assert chunks(["B-PER", "I-LOC"]) == {("PER", 0, 0), ("LOC", 1, 1)}  # a type change ends a chunk
+    assert chunks(["S-PER", "B-LOC", "E-LOC"]) == {("PER", 0, 0), ("LOC", 1, 2)}  # IOBES
+    gold = [["B-PER", "I-PER", "O", "B-LOC"]]
+    out = entity_scores([["B-PER", "O", "O", "B-LOC"]], gold)  # PER boundary wrong, LOC right
+    assert out == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
+
+
+def test_scored_pairs_and_real_lee(shared_data):
+    pairs = read_scored_pairs(FIXTURES / "sts.tsv", ("sentence1", "sentence2"), "score")
+    assert len(pairs) == 6 and pairs[0].score == 5.0
+    labeled = shared_data / "labeled"
+    with pytest.warns(UserWarning, match="lee_documents.cor: byte 20357 is not UTF-8; reading the file as cp1252"):
+        docs, lee = read_lee(labeled / "lee_documents.cor", labeled / "lee_similarities.txt")
+    assert sum("\u00a33,00" in d for d in docs) == 1  # the one Latin-1 byte is a pound sign
+    assert len(docs) == 50 and len(lee) == 50 * 49 // 2
+    assert lee[0][:2] == (0, 1) and lee[0][2] == pytest.approx(0.3)
