@@ -1,0 +1,175 @@
+"""Vocabulary files beyond spiece.model: transformers' tokenizer.json, vocabulary extension, embedding resize.
+
+transformers 5.x AlbertTokenizer rebuilds its normaliser from its own flags (NFKD + StripAccents with no
+recomposition turns about a third of Korean pieces into <unk>, PAPER.md §4), so a tokenizer directory written here
+names PreTrainedTokenizerFast and ships a tokenizer.json that reproduces litebert's Normalizer step by step.
+Adding words appends whole-word pieces to the SentencePiece ModelProto (every existing id kept) and
+`resize_model_vocab` grows a model's word embeddings and MLM bias to match.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers.models import Unigram
+
+from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, combining_marks, write_settings
+
+
+def _char_class(codepoints: Iterable[int]) -> str:
+    """An Oniguruma character class matching exactly the given code points (as ranges)."""
+    cps = sorted(codepoints)
+    ranges, start, prev = [], cps[0], cps[0]
+    for cp in [*cps[1:], None]:
+        if cp is not None and cp == prev + 1:
+            prev = cp
+            continue
+        ranges.append(f"\\x{{{start:X}}}" + (f"-\\x{{{prev:X}}}" if prev > start else ""))
+        if cp is not None:
+            start = prev = cp
+    return "[" + "".join(ranges) + "]"
+
+
+def hf_normalizer(tok: Tokenizer) -> normalizers.Normalizer:
+    """litebert's Normalizer as a tokenizers normaliser sequence (same steps, same character sets)."""
+    steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+    if tok.normalizer.strip_accents:
+        # Python's unicodedata.combining (what preprocess_text drops) as an explicit class; tokenizers'
+        # StripAccents uses the Mark categories instead, which differ (e.g. spacing marks of Indic scripts).
+        strip = normalizers.Replace(Regex(_char_class(combining_marks())), "")
+        steps += [normalizers.NFKD(), strip, normalizers.NFC()]
+    if tok.normalizer.do_lower_case:
+        steps.append(normalizers.Lowercase())
+    spaces = [cp for cp in range(0x3000 + 1) if chr(cp).isspace()]  # str.split()'s whitespace
+    steps += [normalizers.Replace(Regex(_char_class(spaces) + "+"), " "), normalizers.Strip()]
+    return normalizers.Sequence(steps)
+
+
+def build_hf_tokenizer(tok: Tokenizer) -> HFTokenizer:
+    proto = model_pb2.ModelProto.FromString(tok.model_proto)
+    # Like transformers' AlbertConverter: pieces ending in digit+comma (official models only) are made unlikely,
+    # which approximates the official re-split of "3.0,"; litebert-trained models hold no such piece.
+    # Unused pieces (litebert disables digit+comma pieces that way) must never win: sentencepiece leaves them
+    # out of its lattice.
+    vocab = [
+        (p.piece, -1e6 if p.type == p.UNUSED else p.score - (100.0 if re.search(r"\d,$", p.piece) else 0.0))
+        for p in proto.pieces
+    ]
+    hf = HFTokenizer(Unigram(vocab, unk_id=tok.unk_id, byte_fallback=False))
+    hf.normalizer = hf_normalizer(tok)
+    hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    hf.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", tok.cls_id), ("[SEP]", tok.sep_id)],
+    )
+    hf.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS.values()])
+    return hf
+
+
+def write_hf_files(tok: Tokenizer) -> None:
+    """tokenizer.json, tokenizer_config.json and special_tokens_map.json beside spiece.model, so that
+    `transformers.AutoTokenizer.from_pretrained(dir)` gives litebert's ids (Korean included)."""
+    build_hf_tokenizer(tok).save(str(tok.dir / "tokenizer.json"))
+    names = {f"{k}_token": v for k, v in SPECIAL_TOKENS.items()}
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        **names,
+        "model_max_length": 512,
+        "do_lower_case": tok.normalizer.do_lower_case,
+        "keep_accents": not tok.normalizer.strip_accents,
+        "model_input_names": ["input_ids", "token_type_ids", "attention_mask"],
+        "clean_up_tokenization_spaces": False,
+    }
+    for name, data in (("tokenizer_config.json", config), ("special_tokens_map.json", names)):
+        (tok.dir / name).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def read_words(path: str | Path) -> list[str]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such words file: {path}")
+    words = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        word = line.strip()
+        if not word or word.startswith("#"):
+            continue
+        if len(word.split()) > 1:
+            raise ValueError(f"{path}:{n}: {word!r} is not one word (no spaces inside a word)")
+        words.append(word)
+    return words
+
+
+def add_words(
+    tokenizer_dir: str | Path, words: str | Path | list[str], out_dir: str | Path
+) -> tuple[Tokenizer, list[str]]:
+    """Write out_dir: the tokenizer of `tokenizer_dir` plus one "▁word" piece per new word, appended after the
+    existing ids. Returns the new tokenizer and the words added (normalised; words already present are left).
+
+    Each new piece scores as the most likely existing piece, so a new word always encodes to its single piece
+    (any other segmentation sums two or more log-probabilities, each lower), and text in which no word starts
+    with a new word encodes exactly as before (a "▁word" piece only matches at the start of a word).
+    """
+    base = Tokenizer.load(tokenizer_dir)
+    source = words if isinstance(words, list) else read_words(words)
+    proto = model_pb2.ModelProto.FromString(base.model_proto)
+    normal = model_pb2.ModelProto.SentencePiece.NORMAL
+    score = max(p.score for p in proto.pieces if p.type == normal)
+    known = set(base.pieces)
+    added = []
+    for word in source:
+        norm = base.normalize(word)
+        if not norm or " " in norm or re.search(r"\d,$", norm):
+            raise ValueError(f"cannot add {word!r}: normalised to {norm!r}, not a single word")
+        if "▁" + norm in known:
+            continue
+        known.add("▁" + norm)
+        proto.pieces.add(piece="▁" + norm, score=score, type=normal)
+        added.append(norm)
+    proto.trainer_spec.vocab_size = len(proto.pieces)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = proto.SerializeToString()
+    (out / MODEL_FILE).write_bytes(data)
+    tok = Tokenizer(data, base.normalizer, out)
+    for word in added:
+        if len(tok.encode(word)) != 1:  # cannot happen with the score above; a guard for foreign models
+            raise ValueError(f"added word {word!r} does not encode to one piece in {out / MODEL_FILE}")
+    write_settings(tok, base_model_sha256=base.checksum, added_words=added)
+    write_hf_files(tok)
+    return tok, added
+
+
+def resize_model_vocab(model: torch.nn.Module, new_vocab_size: int, *, generator: torch.Generator) -> None:
+    """Grow `model.albert.embeddings.word_embeddings` (V x E) and `model.mlm_head.bias` (V) to new_vocab_size.
+
+    Old rows are kept bit for bit; new rows are drawn like the paper's init (truncated normal, std
+    config.initializer_range, cut at two std as TF's truncated_normal), new biases are 0, so logits of old
+    ids and outputs for text without the new words are unchanged.
+    """
+    emb = model.albert.embeddings.word_embeddings
+    old, dim = emb.weight.shape
+    if new_vocab_size < old:
+        raise ValueError(f"new_vocab_size {new_vocab_size} is smaller than the model's vocab_size {old}")
+    std = model.config.initializer_range
+    with torch.no_grad():
+        weight = torch.empty(new_vocab_size, dim, dtype=emb.weight.dtype, device=emb.weight.device)
+        weight[:old] = emb.weight
+        torch.nn.init.trunc_normal_(weight[old:], std=std, a=-2 * std, b=2 * std, generator=generator)
+        emb.weight = torch.nn.Parameter(weight, requires_grad=emb.weight.requires_grad)
+        emb.num_embeddings = new_vocab_size
+        head = getattr(model, "mlm_head", None)
+        if head is not None:
+            bias = head.bias
+            grown = torch.zeros(new_vocab_size, dtype=bias.dtype, device=bias.device)
+            grown[:old] = bias
+            head.bias = torch.nn.Parameter(grown, requires_grad=bias.requires_grad)
+    model.config.vocab_size = new_vocab_size
