@@ -90,17 +90,19 @@ def featurize(examples: list[ChoiceExample], tok: TokenizerLike, cfg: Any, repor
     feats = []
     for ex in examples:
         article = tok.encode(ex.article)
-        rows = []
+        rows, events = [], set()  # each kind of cut is counted once per question
         for option in ex.options:
             qa = tok.encode(qa_text(ex.question, option))
             if len(qa) > cfg.max_qa_length:
-                report.add(f"question+option cut to max_qa_length={cfg.max_qa_length}", ex.qid)
+                events.add(f"question+option cut to max_qa_length={cfg.max_qa_length}")
                 qa = qa[-cfg.max_qa_length :]
             room = cfg.max_seq_length - len(qa) - 3
             if len(article) > room:
-                report.add(f"article truncated to fit max_seq_length={cfg.max_seq_length}", ex.qid)
+                events.add(f"article truncated to fit max_seq_length={cfg.max_seq_length}")
             # (ids, position where segment B starts)
             rows.append(([tok.cls_id, *article[:room], tok.sep_id, *qa, tok.sep_id], min(len(article), room) + 2))
+        for event in sorted(events):
+            report.add(event, ex.qid)
         width = max(len(r) for r, _ in rows)
         ids = np.full((len(rows), width), tok.pad_id, dtype=np.int64)
         types = np.zeros_like(ids)

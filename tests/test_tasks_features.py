@@ -1,0 +1,174 @@
+"""Feature building (windows, offsets, truncation counts) and decoding, with a word-level stand-in tokenizer
+so every position can be checked by hand; the real tokenizer is exercised in test_finetune.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from litebert.tasks import get_task
+from litebert.tasks.base import TaskData
+from litebert.tasks.common import Report, collate
+from litebert.tasks.conll import featurize as conll_features
+from litebert.tasks.conll import read_conll
+from litebert.tasks.race import featurize as race_features
+from litebert.tasks.race import qa_text, read_race
+from litebert.tasks.squad import SquadExample, decode, featurize, max_context, windows
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
+
+
+class WordTok:
+    """One id per lower-cased word or punctuation mark; offsets are the regex match spans."""
+
+    pad_id, unk_id, cls_id, sep_id = 0, 1, 2, 3
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        ids, offsets = [], []
+        for m in re.finditer(r"\w+|[^\w\s]", text):
+            ids.append(self.vocab.setdefault(m.group().lower(), len(self.vocab) + 5))
+            offsets.append(m.span())
+        return ids, offsets
+
+    def encode(self, text: str) -> list[int]:
+        return self.encode_with_offsets(text)[0]
+
+
+def cfg(**kw):
+    base = dict(max_seq_length=16, doc_stride=3, max_query_length=4, max_answer_length=30, n_best_size=5)
+    base.update(null_score_diff_threshold=0.0, max_qa_length=6, text_columns=("sentence",), label_column="label")
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_windows_and_max_context_follow_run_squad():
+    assert windows(10, 4, 2) == [(0, 4), (2, 4), (4, 4), (6, 4)]
+    assert windows(3, 4, 2) == [(0, 3)]
+    spans = [(0, 4), (2, 4)]
+    assert max_context(spans, 0, 2) and not max_context(spans, 1, 2)  # more left+right context in window 0
+    assert max_context(spans, 1, 4)
+
+
+def _example(answer_word: str = "whitfield", impossible: bool = False) -> SquadExample:
+    context = "It was founded in 1792 by Anna Whitfield, who moved to Bristol as a young engineer long ago."
+    start = context.lower().index(answer_word)
+    answers = [] if impossible else [(context[start : start + len(answer_word)], start)]
+    return SquadExample("q1", "Who founded it at all?", context, answers, impossible, "article 0")
+
+
+def test_squad_windows_positions_and_decoding():
+    tok, report = WordTok(), Report("mem")
+    c = cfg()
+    ex = _example()
+    feats, meta, used = featurize([ex], tok, c, report, training=True)
+    assert used == 1 and len(feats) > 1 and report.counts["question truncated to max_query_length=4"] == 1
+    assert all(len(f["input_ids"]) <= c.max_seq_length for f in feats)
+    hits = 0
+    for f, m in zip(feats, meta, strict=True):
+        a, b = int(f["start_positions"]), int(f["end_positions"])
+        assert f["input_ids"][0] == tok.cls_id and f["token_type_ids"][m["first"]] == 1
+        if a:  # the answer's tokens, cut from the original context through the offsets
+            off = m["offsets"]
+            s, e = off[m["start"] + a - m["first"]][0], off[m["start"] + b - m["first"]][1]
+            assert ex.context[s:e] == "Whitfield"
+            hits += 1
+    assert hits >= 1  # the answer lies inside at least one window; others point at [CLS]
+    # decoding: logits peaked on the answer in one window recover the text
+    outs = {"start_logits": [], "end_logits": []}
+    for f in feats:
+        s, e = np.zeros(len(f["input_ids"])), np.zeros(len(f["input_ids"]))
+        s[int(f["start_positions"])] += 5
+        e[int(f["end_positions"])] += 5
+        outs["start_logits"].append(s)
+        outs["end_logits"].append(e)
+    data = TaskData(features=feats, examples=[ex], report=report, meta=meta)
+    preds, margins = decode(data, outs, c, v2=True)
+    assert preds == {"q1": "Whitfield"} and margins["q1"] < 0
+    # a strong null score in every window: v2 abstains, v1 still answers
+    for s in outs["start_logits"]:
+        s[0] = 50
+    assert decode(data, outs, c, v2=True)[0] == {"q1": ""}
+    assert decode(data, outs, c, v2=False)[0] == {"q1": "Whitfield"}
+
+
+def test_squad_unanswerable_points_at_cls_and_bad_span_is_counted():
+    tok, report = WordTok(), Report("mem")
+    feats, _, _ = featurize([_example(impossible=True)], tok, cfg(), report, training=True)
+    assert all(int(f["start_positions"]) == 0 == int(f["end_positions"]) for f in feats)
+    bad = _example()
+    bad.answers = [("Whitfield", 3)]  # the text is not at that offset
+    feats, _, used = featurize([bad, _example()], tok, cfg(), report, training=True)
+    assert used == 1 and report.counts["answer span not in its context (example not used for training)"] == 1
+    assert report.examples["answer span not in its context (example not used for training)"] == ["q1"]
+    with pytest.warns(UserWarning, match=r"mem: 1 x answer span not in its context"):
+        report.warn()
+
+
+def test_race_features_layout_and_qa_truncation():
+    tok, report = WordTok(), Report("mem")
+    examples = read_race(FIXTURES / "race.json")[:3]
+    assert qa_text("Lucy cleans the bowl every _.", "Sunday") == "Lucy cleans the bowl every Sunday."
+    feats = race_features(examples, tok, cfg(max_seq_length=24, max_qa_length=6), report)
+    f = feats[0]
+    assert f["input_ids"].shape[0] == 4 and f["input_ids"].shape == f["token_type_ids"].shape
+    assert (f["input_ids"][:, 0] == tok.cls_id).all() and int(f["labels"]) == examples[0].label
+    row = f["input_ids"][1][f["attention_mask"][1] == 1]
+    assert len(row) <= 24 and row[-1] == tok.sep_id
+    assert tok.encode(examples[0].options[1])[-1] == row[-2]  # the option's end survives the qa cut
+    assert 0 < report.counts["question+option cut to max_qa_length=6"] <= 3  # counted per question
+    assert report.counts["article truncated to fit max_seq_length=24"] == 3
+    batch = collate(feats, {"input_ids": 0, "token_type_ids": 0, "attention_mask": 0})
+    assert batch["input_ids"].shape[:2] == (3, 4)
+
+
+def test_conll_labels_on_first_pieces_and_cut_sentences_counted():
+    class PieceTok(WordTok):  # two pieces per word of more than 4 letters
+        def encode(self, text):
+            ids = super().encode(text)
+            return ids * 2 if len(text) > 4 else ids
+
+    tok, report = PieceTok(), Report("mem")
+    sentences = read_conll(FIXTURES / "conll2003.txt")
+    index = {t: i for i, t in enumerate(sorted({t for s in sentences for t in s.tags}))}
+    feats, firsts = conll_features(sentences[:1], tok, 64, index, report)
+    labels, first = feats[0]["labels"], firsts[0]
+    assert [int(labels[p]) for p in first] == [index[t] for t in sentences[0].tags]
+    assert (labels[[p + 1 for p, w in zip(first, sentences[0].words, strict=True) if len(w) > 4]] == -100).all()
+    feats, firsts = conll_features(sentences[:1], tok, 8, index, report)
+    assert len(firsts[0]) < len(sentences[0].words) and len(feats[0]["input_ids"]) <= 8
+    assert report.counts["sentence cut to max_seq_length=8 (cut words predicted 'O')"] == 1
+
+
+def test_classification_unseen_dev_label_and_truncation(tmp_path):
+    task, tok, state = get_task("classification"), WordTok(), {}
+    train = task.load(FIXTURES / "sst2.tsv", tok, cfg(max_seq_length=6), state, mode="train")
+    assert state["labels"] == ["0", "1"]
+    assert train.report.counts["truncated to max_seq_length=6"] == 5
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("sentence\tlabel\ngood\t1\nmeh\t2\n")
+    with pytest.raises(
+        ValueError, match=r"dev.tsv: line 3: label '2' never seen in training; known labels: \['0', '1'\]"
+    ):
+        task.load(dev, tok, cfg(), state, mode="eval")
+    unlabelled = tmp_path / "new.tsv"
+    unlabelled.write_text("sentence\nfine film\n")
+    data = task.load(unlabelled, tok, cfg(), state, mode="predict")
+    assert "labels" not in data.features[0]
+    with pytest.raises(ValueError, match=r"new.tsv: missing column\(s\) \['label'\]"):
+        task.load(unlabelled, tok, cfg(), state, mode="eval")
+
+
+def test_similarity_features_are_two_single_sentences():
+    task, tok, state = get_task("similarity"), WordTok(), {}
+    c = cfg(text_columns=("sentence1", "sentence2"), label_column="score")
+    data = task.load(FIXTURES / "sts.tsv", tok, c, state, mode="train")
+    assert state["score_range"] == [0.0, 5.0]
+    f = data.features[1]
+    assert float(f["labels"]) == pytest.approx(3.8 / 5) and f["b_input_ids"][0] == tok.cls_id
+    assert set(task.pad_values(tok)) >= {"input_ids", "b_input_ids", "attention_mask", "b_attention_mask"}
