@@ -1,0 +1,14 @@
+"""Pretraining examples: SOP/NSP/none segment pairs, whole-word n-gram masks, sharded storage and batches.
+
+Pipeline (PAPER.md §3): ``build`` streams a corpus through pairs.py and masking.py into shards.py's fixed-size
+shards plus a manifest; ``PretrainingBatches`` / ``read_examples`` (collate.py) read them back; stats.py
+summarises what was built.
+"""
+
+from litebert.data.build import build
+from litebert.data.collate import PretrainingBatches, read_examples
+from litebert.data.config import DataConfig
+from litebert.data.shards import read_manifest
+from litebert.data.stats import data_stats
+
+__all__ = ["DataConfig", "PretrainingBatches", "build", "data_stats", "read_examples", "read_manifest"]

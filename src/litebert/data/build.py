@@ -1,0 +1,309 @@
+"""`litebert data build`: corpus -> shards + manifest, streaming, in parallel, reproducible and resumable.
+
+The main process streams documents (paragraphs, not yet split) and cuts them into windows of about
+``DataConfig.window_chars`` characters; each window goes to a worker that splits sentences, tokenizes, picks its
+held-out documents, shuffles, pairs, masks (examples.py) and returns the examples. Results come back in window
+order and feed two ShardWriters (train, eval) that flush fixed-size shards, so the bytes written depend on the
+seed and the window boundaries only, never on the number of workers. At most ``2 * workers`` windows are in
+flight, so memory is bounded by a few windows plus one shard, whatever the corpus size.
+
+Memory-bounded shuffling (the official code shuffles the whole corpus in RAM): documents are shuffled, drawn as
+random "other documents" and their examples shuffled within a window; the batch reader reshuffles shards and
+examples every epoch (collate.py).
+
+Resume: ``windows.jsonl`` records the example counts of every finished window and complete shards are only
+ever renamed into place, so a rerun with the same settings skips the windows whose examples are all in
+finished shards, recomputes the rest and never rewrites a finished shard.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from multiprocessing import get_all_start_methods, get_context
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from litebert.data.config import DataConfig
+from litebert.data.examples import (
+    _EVAL_MASKS,
+    _EVAL_PAIRS,
+    _EVAL_SPLIT,
+    _TRAIN_MASKS,
+    _TRAIN_PAIRS,
+    Vocab,
+    documents_from_ids,
+    make_examples,
+    split_documents,
+    window_rng,
+)
+from litebert.data.shards import (
+    FORMAT_VERSION,
+    MANIFEST,
+    SPLITS,
+    WORD_START,
+    ExampleBatch,
+    ShardWriter,
+    finished_shards,
+    remove_partial,
+    shard_name,
+    write_json,
+)
+from litebert.text import ReadConfig, iter_files, read_documents, split_sentences
+
+STATE = "build_state.json"
+WINDOWS = "windows.jsonl"
+
+
+@dataclass
+class WindowResult:
+    index: int
+    train: ExampleBatch
+    eval: ExampleBatch
+    counts: dict
+
+
+# ---- worker side -------------------------------------------------------------------------------------------
+
+_WORKER: dict = {}
+
+
+def _init_worker(tokenizer_dir: str, config: DataConfig, read: ReadConfig) -> None:
+    from litebert.tokenizer import Tokenizer
+
+    tok = Tokenizer.load(tokenizer_dir)
+    _WORKER.update(tok=tok, vocab=Vocab.from_tokenizer(tok), config=config, read=read)
+
+
+def _process_window(index: int, docs: list[list[str]]) -> WindowResult:
+    """Sentence split + tokenize + examples of one window (runs in a worker, or in-process with 1 worker)."""
+    config: DataConfig = _WORKER["config"]
+    read: ReadConfig = _WORKER["read"]
+    vocab: Vocab = _WORKER["vocab"]
+    if read.split:
+        docs = [[s for p in d for s in split_sentences(p, read.language)] for d in docs]
+    sizes = [len(d) for d in docs]
+    flat = _WORKER["tok"].encode_batch([s for d in docs for s in d])
+    bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
+    ids = documents_from_ids([flat[bounds[i] : bounds[i + 1]] for i in range(len(docs))])
+    # A seeded fraction of the (non-empty) documents is held out for evaluation, per window.
+    is_eval = window_rng(config.seed, index, _EVAL_SPLIT).random(len(ids)) < config.eval_fraction
+    train_docs, eval_docs = split_documents(ids, is_eval)
+    seed = config.seed
+    train = make_examples(
+        train_docs,
+        config,
+        vocab,
+        passes=config.dupe_factor,
+        pair_rng=window_rng(seed, index, _TRAIN_PAIRS),
+        mask_rng=window_rng(seed, index, _TRAIN_MASKS),
+    )
+    # Held-out documents get one pass: duplicating them would only repeat the same evaluation.
+    held = make_examples(
+        eval_docs,
+        config,
+        vocab,
+        passes=1,
+        pair_rng=window_rng(seed, index, _EVAL_PAIRS),
+        mask_rng=window_rng(seed, index, _EVAL_MASKS),
+    )
+    counts = {
+        "window": index,
+        "documents": len(ids),
+        "eval_documents": int(is_eval.sum()),
+        "sentences": len(ids.sent_offsets) - 1,
+        "tokens": len(ids.tokens),
+        "train": len(train),
+        "eval": len(held),
+    }
+    return WindowResult(index=index, train=train, eval=held, counts=counts)
+
+
+# ---- main side ---------------------------------------------------------------------------------------------
+
+
+def _windows(docs: Iterator[list[str]], window_chars: int) -> Iterator[list[list[str]]]:
+    window: list[list[str]] = []
+    size = 0
+    for doc in docs:
+        window.append(doc)
+        size += sum(map(len, doc))
+        if size >= window_chars:
+            yield window
+            window, size = [], 0
+    if window:
+        yield window
+
+
+def _results(windows: Iterator[list[list[str]]], skip: set[int], workers: int, init: tuple) -> Iterator:
+    """Yield (index, WindowResult | None) in window order; skipped windows are not computed (None)."""
+    if workers == 1:
+        _init_worker(*init)
+        for k, w in enumerate(windows):
+            yield k, (None if k in skip else _process_window(k, w))
+        return
+    # fork: a spawned worker would re-import torch (litebert's package import) for seconds; the build itself
+    # never touches torch or CUDA, so the forked children inherit nothing they could trip on.
+    ctx = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=init) as pool:
+        pending: deque[tuple[int, Future | None]] = deque()
+        for k, w in enumerate(windows):
+            pending.append((k, None if k in skip else pool.submit(_process_window, k, w)))
+            while len(pending) > 2 * workers:
+                j, fut = pending.popleft()
+                yield j, (fut.result() if fut else None)
+        while pending:
+            j, fut = pending.popleft()
+            yield j, (fut.result() if fut else None)
+
+
+def _identity(corpus: Sequence[str | Path], tok, config: DataConfig, read: ReadConfig) -> dict:
+    files = iter_files(corpus)
+    return {
+        "format_version": FORMAT_VERSION,
+        "settings": config.to_dict(),
+        "read": asdict(read),
+        "tokenizer_sha256": tok.checksum,
+        "vocab_size": int(tok.vocab_size),
+        "corpus": [{"path": str(p), "bytes": p.stat().st_size} for p in files],
+    }
+
+
+def _prepare_out(out: Path, identity: dict) -> dict | None:
+    """Check an existing output directory; return its manifest when the same build is already complete."""
+    out.mkdir(parents=True, exist_ok=True)
+    state = out / STATE
+    if state.is_file():
+        previous = json.loads(state.read_text())
+        if previous != identity:
+            changed = sorted(k for k in identity if previous.get(k) != identity[k])
+            raise ValueError(
+                f"{out}: holds data built with other {', '.join(changed)}; choose another --out or delete it"
+            )
+        if (out / MANIFEST).is_file():
+            return json.loads((out / MANIFEST).read_text())
+    elif any(out.iterdir()):
+        raise ValueError(f"{out}: not empty and not a litebert data directory; choose an empty --out")
+    else:
+        write_json(state, identity)
+    for split in SPLITS:
+        remove_partial(out / split)
+    return None
+
+
+def _known_windows(out: Path) -> list[dict]:
+    path = out / WINDOWS
+    if not path.is_file():
+        return []
+    known = []
+    for line in path.read_text().splitlines():
+        try:
+            known.append(json.loads(line))
+        except json.JSONDecodeError:
+            break  # a line cut by the interruption; everything after it is recomputed
+    return known
+
+
+def _done(split_dir: Path) -> int:
+    n = finished_shards(split_dir)
+    return sum(len(np.load(split_dir / shard_name(s) / "a_len.npy", mmap_mode="r")) for s in range(n))
+
+
+def _resume_plan(out: Path, known: list[dict]) -> tuple[set[int], dict[str, int]]:
+    """Windows whose examples all lie in finished shards, and how many examples each split already holds."""
+    done = {split: _done(out / split) for split in SPLITS}
+    ends = {split: np.cumsum([w[split] for w in known]) for split in SPLITS}
+    skip = {k for k in range(len(known)) if all(ends[s][k] <= done[s] for s in SPLITS)}
+    return skip, done
+
+
+def build(
+    corpus: Sequence[str | Path],
+    tokenizer_dir: str | Path,
+    out_dir: str | Path,
+    config: DataConfig,
+    *,
+    workers: int = 1,
+    read_config: ReadConfig | None = None,
+    progress: bool = True,
+) -> dict:
+    """Build pretraining shards from raw documents; return (and write) the manifest. See the module docstring."""
+    from litebert.tokenizer import Tokenizer
+
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    read = read_config or ReadConfig()
+    tok = Tokenizer.load(tokenizer_dir)
+    out = Path(out_dir)
+    identity = _identity(corpus, tok, config, read)
+    complete = _prepare_out(out, identity)
+    if complete is not None:
+        return complete
+    vocab = Vocab.from_tokenizer(tok)
+    token_dtype = np.dtype(np.uint16 if vocab.vocab_size <= 1 << 16 else np.int32)
+    known = _known_windows(out)
+    skip, done = _resume_plan(out, known)
+    writers = {
+        s: ShardWriter(out / s, config.examples_per_shard, token_dtype, first_shard=finished_shards(out / s))
+        for s in SPLITS
+    }
+    # Documents go to the workers unsplit: sentence splitting is pure Python and must run in parallel.
+    docs = read_documents(corpus, config=ReadConfig(**{**asdict(read), "split": False}))
+    init = (str(tokenizer_dir), config, read)
+    counts: list[dict] = []
+    start = time.perf_counter()
+    bar = tqdm(desc="data build", unit="doc", disable=not progress, dynamic_ncols=True)
+    with open(out / WINDOWS, "a") as log:
+        for k, result in _results(_windows(docs, config.window_chars), skip, workers, init):
+            if result is None:
+                counts.append(known[k])
+            else:
+                _write(result, writers, known, counts, done, log)
+            bar.update(counts[-1]["documents"])
+            tokens = sum(c["tokens"] for c in counts)
+            bar.set_postfix_str(f"{tokens / max(time.perf_counter() - start, 1e-9):,.0f} tokens/s")
+    bar.close()
+    for w in writers.values():
+        w.close()
+    np.save(out / WORD_START, vocab.word_start)
+    manifest = _manifest(identity, vocab, token_dtype, out, counts)
+    write_json(out / MANIFEST, manifest)
+    return manifest
+
+
+def _write(result: WindowResult, writers: dict, known: list[dict], counts: list[dict], done: dict, log) -> None:
+    k = result.index
+    if k >= len(known):
+        log.write(json.dumps(result.counts, sort_keys=True) + "\n")
+        log.flush()
+    for split in SPLITS:
+        batch: ExampleBatch = getattr(result, split)
+        before = sum(c[split] for c in counts)
+        drop = min(max(0, done[split] - before), len(batch))  # already in finished shards (resume)
+        writers[split].add(batch.slice(drop, len(batch)))
+    counts.append(result.counts)
+
+
+def _manifest(identity: dict, vocab: Vocab, token_dtype: np.dtype, out: Path, counts: list[dict]) -> dict:
+    splits = {}
+    for split in SPLITS:
+        n = finished_shards(out / split)
+        sizes = [len(np.load(out / split / shard_name(s) / "a_len.npy", mmap_mode="r")) for s in range(n)]
+        splits[split] = {"examples": sum(sizes), "shards": n, "shard_examples": sizes}
+    total = lambda key: int(sum(c[key] for c in counts))
+    return {
+        **identity,
+        "special_ids": {"cls": vocab.cls_id, "sep": vocab.sep_id, "mask": vocab.mask_id, "pad": vocab.pad_id},
+        "token_dtype": token_dtype.name,
+        "windows": len(counts),
+        "documents": {"train": total("documents") - total("eval_documents"), "eval": total("eval_documents")},
+        "sentences": total("sentences"),
+        "tokens": total("tokens"),
+        "splits": splits,
+    }

@@ -1,0 +1,208 @@
+"""Reading built data: `read_examples` (inspection) and `PretrainingBatches` (PyTorch batches, dynamic masks).
+
+Dynamic masks are drawn when an example is read, from a generator that is a pure function of (build seed,
+reader seed, split, epoch, example index) (RoBERTa's dynamic masking, reproducible): the same batch comes out
+whatever the number of processes and after any resume.
+
+Order: the train split is an endless stream of epochs; epoch e visits the shards in a seeded random order and
+the examples of each shard in a seeded random order (bounded memory: one shard's permutation at a time, rather
+than a permutation of the whole corpus). Global batch b is stream positions [b*G, (b+1)*G) with G = batch_size *
+world_size, and rank r takes its r-th slice of batch_size, so ranks see disjoint parts of every global batch
+and a corpus smaller than one batch simply wraps into the next epoch. The eval split is one pass in stored
+order; its last batch may be short.
+
+Padding: every batch is padded to max_seq_length by default (fixed shapes: no recompilation or allocator churn
+in the training step); ``pad_to="longest"`` pads to the longest sequence of the batch instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from litebert.data.examples import example_rng
+from litebert.data.masking import MaskingRules, mask_batch
+from litebert.data.shards import WORD_START, ShardSet, check_tokenizer, read_manifest
+
+
+class _Reader:
+    """Examples of one split as dicts of numpy arrays, with static masks or dynamic masks per epoch."""
+
+    def __init__(self, data_dir: str | Path, split: str, seed: int, tokenizer=None):
+        self.dir = Path(data_dir)
+        self.manifest = read_manifest(self.dir)
+        if tokenizer is not None:
+            checksum = tokenizer.checksum if hasattr(tokenizer, "checksum") else _load_checksum(tokenizer)
+            check_tokenizer(self.manifest, checksum, self.dir)
+        self.split, self.seed = split, seed
+        self.shards = ShardSet(self.dir, split, self.manifest)
+        settings = self.manifest["settings"]
+        self.max_len = settings["max_seq_length"]
+        self.max_predictions = settings["max_predictions_per_seq"]
+        self.static = settings["masking"] == "static"
+        ids = self.manifest["special_ids"]
+        self.cls_id, self.sep_id, self.pad_id = ids["cls"], ids["sep"], ids["pad"]
+        self.rules = MaskingRules(
+            masked_lm_prob=settings["masked_lm_prob"],
+            max_predictions=self.max_predictions,
+            max_ngram=settings["max_ngram"],
+            vocab_size=self.manifest["vocab_size"],
+            mask_id=ids["mask"],
+        )
+        self.word_start = None if self.static else np.load(self.dir / WORD_START)
+        self.entropy = [int(settings["seed"]), int(seed)]
+
+    def __len__(self) -> int:
+        return len(self.shards)
+
+    def example(self, index: int, epoch: int = 0) -> dict[str, np.ndarray]:
+        """Example ``index`` with its masks (dynamic ones for ``epoch``); mask arrays hold only real slots."""
+        ex = self.shards.example(index)
+        ids, a_len = ex["input_ids"], int(ex["a_len"])
+        if self.static:
+            n = int((ex["masked_labels"] != -100).sum())
+            positions, labels = ex["masked_positions"][:n].astype(np.int64), ex["masked_labels"][:n].astype(np.int64)
+            ngrams = ex["ngrams"].astype(np.int64)
+        else:
+            rng = example_rng(self.entropy, self.split, epoch, index)
+            special = (ids == self.cls_id) | (ids == self.sep_id)
+            offsets = np.array([0, len(ids)], dtype=np.int64)
+            m = mask_batch(ids, offsets, self.word_start[ids], special, self.rules, rng)
+            n = int((m.labels[0] != -100).sum())
+            ids, positions, labels, ngrams = m.input_ids, m.positions[0, :n], m.labels[0, :n], m.ngrams[0]
+        token_type = (np.arange(len(ids)) >= a_len).astype(np.int64)
+        return {
+            "input_ids": ids.astype(np.int64),
+            "token_type_ids": token_type,
+            "masked_positions": positions,
+            "masked_labels": labels,
+            "sentence_order_label": np.int64(ex["label"]),
+            "ngrams": ngrams,
+        }
+
+
+def _load_checksum(tokenizer_dir: str | Path) -> str:
+    from litebert.tokenizer import Tokenizer
+
+    return Tokenizer.load(tokenizer_dir).checksum
+
+
+def read_examples(
+    data_dir: str | Path, split: str = "train", *, seed: int = 0, tokenizer=None
+) -> Iterator[dict[str, np.ndarray]]:
+    """Yield every stored example of ``split`` in stored order as numpy arrays: input_ids (masked),
+    token_type_ids, masked_positions, masked_labels (real slots only), sentence_order_label (-100 for
+    objective "none") and ngrams (spans of 1..max_ngram words). Dynamically masked data shows the masks of
+    epoch 0 for reader seed ``seed``. ``tokenizer`` (a Tokenizer or its directory) is checked against the
+    manifest's checksum."""
+    reader = _Reader(data_dir, split, seed, tokenizer)
+    for i in range(len(reader)):
+        yield reader.example(i)
+
+
+class PretrainingBatches(torch.utils.data.IterableDataset):
+    """Batches of dict[str, torch.Tensor] (input_ids, token_type_ids, attention_mask, masked_positions,
+    masked_labels, sentence_order_label), sharded by rank, exactly resumable (see the module docstring)."""
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        batch_size: int,
+        split: str = "train",
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        pad_to: str = "max",
+        tokenizer=None,
+    ):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if not isinstance(world_size, int) or world_size < 1 or not 0 <= rank < world_size:
+            raise ValueError(f"need 0 <= rank < world_size, got rank={rank!r}, world_size={world_size!r}")
+        if pad_to not in ("max", "longest"):
+            raise ValueError(f"pad_to must be 'max' or 'longest', got {pad_to!r}")
+        self.reader = _Reader(data_dir, split, seed, tokenizer)
+        if len(self.reader) == 0:
+            raise ValueError(f"{data_dir}: the {split!r} split holds no examples (corpus too small?)")
+        self.batch_size, self.split, self.seed = batch_size, split, seed
+        self.rank, self.world_size, self.pad_to = rank, world_size, pad_to
+        self.global_batch = batch_size * world_size
+        self.batch = 0  # global batches consumed so far (the whole resumable state)
+        self._epoch_key: int | None = None
+        self._epoch_order: tuple[np.ndarray, np.ndarray] | None = None
+        self._perm_key: tuple[int, int] | None = None
+        self._perm: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        """Number of batches of one pass over the split (the train iterator itself never ends)."""
+        return -(-len(self.reader) // self.global_batch)
+
+    def state_dict(self) -> dict:
+        return {"batch": self.batch, "split": self.split, "seed": self.seed, "batch_size": self.batch_size,
+                "world_size": self.world_size}  # fmt: skip
+
+    def load_state_dict(self, state: dict) -> None:
+        for key in ("split", "seed", "batch_size", "world_size"):
+            if state.get(key) != getattr(self, key):
+                raise ValueError(f"data state has {key}={state.get(key)!r}, this reader {getattr(self, key)!r}")
+        self.batch = int(state["batch"])
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        n = len(self.reader)
+        while self.split == "train" or self.batch * self.global_batch < n:
+            start = self.batch * self.global_batch + self.rank * self.batch_size
+            stop = start + self.batch_size if self.split == "train" else min(start + self.batch_size, n)
+            self.batch += 1
+            if stop > start:
+                yield self.collate([self._locate(p) for p in range(start, stop)])
+
+    def _locate(self, position: int) -> tuple[int, int]:
+        """(example index, epoch) at a stream position."""
+        n = len(self.reader)
+        if self.split != "train":
+            return position, 0
+        epoch, i = divmod(position, n)
+        return self._epoch_index(epoch, i), epoch
+
+    def _epoch_index(self, epoch: int, i: int) -> int:
+        shards = self.reader.shards
+        if self._epoch_key != epoch:
+            order = np.random.default_rng(np.random.SeedSequence(self.reader.entropy, spawn_key=(2, epoch)))
+            perm = order.permutation(len(shards.sizes))
+            self._epoch_key, self._epoch_order = epoch, (perm, np.cumsum(shards.sizes[perm]))
+        perm, ends = self._epoch_order
+        j = int(np.searchsorted(ends, i, side="right"))
+        s = int(perm[j])
+        if self._perm_key != (epoch, s):
+            rng = np.random.default_rng(np.random.SeedSequence(self.reader.entropy, spawn_key=(3, epoch, s)))
+            self._perm_key, self._perm = (epoch, s), rng.permutation(int(shards.sizes[s]))
+        within = i - (int(ends[j - 1]) if j else 0)
+        return int(shards.starts[s]) + int(self._perm[within])
+
+    def collate(self, items: list[tuple[int, int]]) -> dict[str, torch.Tensor]:
+        """Pad the examples at (index, epoch) into one batch of tensors."""
+        examples = [self.reader.example(i, e) for i, e in items]
+        b, p = len(examples), self.reader.max_predictions
+        t = self.reader.max_len if self.pad_to == "max" else max(len(x["input_ids"]) for x in examples)
+        input_ids = np.full((b, t), self.reader.pad_id, dtype=np.int64)
+        token_type = np.zeros((b, t), dtype=np.int64)
+        attention = np.zeros((b, t), dtype=np.int64)
+        positions = np.zeros((b, p), dtype=np.int64)
+        labels = np.full((b, p), -100, dtype=np.int64)
+        for k, x in enumerate(examples):
+            n, m = len(x["input_ids"]), len(x["masked_positions"])
+            input_ids[k, :n], token_type[k, :n], attention[k, :n] = x["input_ids"], x["token_type_ids"], 1
+            positions[k, :m], labels[k, :m] = x["masked_positions"], x["masked_labels"]
+        order_label = np.array([x["sentence_order_label"] for x in examples], dtype=np.int64)
+        return {
+            "input_ids": torch.from_numpy(input_ids),
+            "token_type_ids": torch.from_numpy(token_type),
+            "attention_mask": torch.from_numpy(attention),
+            "masked_positions": torch.from_numpy(positions),
+            "masked_labels": torch.from_numpy(labels),
+            "sentence_order_label": torch.from_numpy(order_label),
+        }

@@ -1,0 +1,63 @@
+"""DataConfig: every setting of the pretraining-data step, validated, with the official defaults (PAPER.md §3)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+OBJECTIVES = ("sop", "nsp", "none")
+MASKINGS = ("static", "dynamic")
+
+
+@dataclass(kw_only=True)
+class DataConfig:
+    """How documents become pretraining examples.
+
+    Defaults are those of the official create_pretraining_data.py (random_seed 12345, dupe_factor 40 for static
+    masks). ``dupe_factor=None`` resolves to 40 for static masking and 1 for dynamic masking, whose masks are
+    redrawn every epoch anyway (RoBERTa). ``window_chars`` bounds memory: documents are shuffled, paired with
+    random other documents and their examples shuffled within windows of about this many characters, and a
+    window is the unit of work of one process (see build.py).
+    """
+
+    max_seq_length: int = 512
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    dupe_factor: int | None = None
+    short_seq_prob: float = 0.1
+    max_ngram: int = 3
+    objective: str = "sop"
+    masking: str = "static"
+    seed: int = 12345
+    eval_fraction: float = 0.02
+    examples_per_shard: int = 16384
+    window_chars: int = 4_000_000
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"DataConfig.objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        if self.masking not in MASKINGS:
+            raise ValueError(f"DataConfig.masking must be one of {MASKINGS}, got {self.masking!r}")
+        if self.dupe_factor is None:
+            self.dupe_factor = 40 if self.masking == "static" else 1
+        # [CLS] A [SEP] B [SEP] needs room for at least one token of each segment and then some.
+        _check_int("max_seq_length", self.max_seq_length, 8, 1 << 20)
+        _check_int("max_predictions_per_seq", self.max_predictions_per_seq, 1, self.max_seq_length)
+        _check_int("dupe_factor", self.dupe_factor, 1, 10_000)
+        _check_int("max_ngram", self.max_ngram, 1, 64)
+        _check_int("seed", self.seed, 0, (1 << 63) - 1)
+        _check_int("examples_per_shard", self.examples_per_shard, 1, 1 << 30)
+        _check_int("window_chars", self.window_chars, 1, 1 << 40)
+        for name in ("masked_lm_prob", "short_seq_prob", "eval_fraction"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"DataConfig.{name} must be a probability in [0, 1], got {value!r}")
+        if self.eval_fraction == 1.0:
+            raise ValueError("DataConfig.eval_fraction must be below 1 (no training documents would be left)")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"DataConfig.{name} must be an integer in [{low}, {high}], got {value!r}")

@@ -1,0 +1,145 @@
+"""One window of documents -> examples: sentence split, tokenize, eval split, shuffle, pairs, static masks.
+
+A window is the unit of work of one process (build.py). Everything random in it comes from generators derived
+from (seed, window index, purpose) with numpy's SeedSequence spawn keys, never from a worker's identity, so
+the bytes produced do not depend on how many processes share the work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+
+from litebert.data.config import DataConfig
+from litebert.data.masking import MaskedBatch, MaskingRules, mask_batch
+from litebert.data.pairs import Documents, Pairs, assemble, create_pairs
+from litebert.data.shards import ExampleBatch
+
+# Spawn-key purposes; the first key word separates build-time streams (0) from batch-time masks (1).
+_EVAL_SPLIT, _TRAIN_PAIRS, _TRAIN_MASKS, _EVAL_PAIRS, _EVAL_MASKS = range(5)
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """What the data step needs from a tokenizer: special ids, size and the word-start mask over the vocab."""
+
+    vocab_size: int
+    cls_id: int
+    sep_id: int
+    mask_id: int
+    pad_id: int
+    word_start: np.ndarray  # bool (vocab_size,)
+
+    @classmethod
+    def from_tokenizer(cls, tok) -> Vocab:
+        return cls(
+            vocab_size=int(tok.vocab_size),
+            cls_id=int(tok.cls_id),
+            sep_id=int(tok.sep_id),
+            mask_id=int(tok.mask_id),
+            pad_id=int(tok.pad_id),
+            word_start=np.asarray(tok.word_start_mask, dtype=bool),
+        )
+
+    def rules(self, config: DataConfig) -> MaskingRules:
+        return MaskingRules(
+            masked_lm_prob=config.masked_lm_prob,
+            max_predictions=config.max_predictions_per_seq,
+            max_ngram=config.max_ngram,
+            vocab_size=self.vocab_size,
+            mask_id=self.mask_id,
+        )
+
+
+def window_rng(seed: int, window: int, purpose: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0, window, purpose)))
+
+
+def example_rng(entropy: int | list[int], split: str, epoch: int, index: int) -> np.random.Generator:
+    """The generator of the dynamic masks of one example in one epoch: a pure function of its arguments."""
+    key = (1, int(split == "eval"), epoch, index)
+    return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
+
+
+def documents_from_ids(docs: list[list[list[int]]]) -> Documents:
+    """Documents from per-sentence id lists, empty sentences and documents dropped (official reader)."""
+    sents = [s for d in docs for s in d if s]
+    counts = [c for c in (sum(1 for s in d if s) for d in docs) if c]
+    lengths = np.fromiter(map(len, sents), dtype=np.int64, count=len(sents))
+    tokens = np.fromiter(chain.from_iterable(sents), dtype=np.int32, count=int(lengths.sum()))
+    return Documents(
+        tokens=tokens,
+        sent_offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+        doc_offsets=np.concatenate(([0], np.cumsum(counts, dtype=np.int64))).astype(np.int64),
+    )
+
+
+def mask_examples(
+    ids: np.ndarray, offsets: np.ndarray, vocab: Vocab, rules: MaskingRules, rng: np.random.Generator
+) -> MaskedBatch:
+    """Whole-word n-gram masks for a flat batch of laid-out examples ([CLS]/[SEP] found by id)."""
+    special = (ids == vocab.cls_id) | (ids == vocab.sep_id)
+    return mask_batch(ids, offsets, vocab.word_start[ids], special, rules, rng)
+
+
+def make_examples(
+    docs: Documents,
+    config: DataConfig,
+    vocab: Vocab,
+    *,
+    passes: int,
+    pair_rng: np.random.Generator,
+    mask_rng: np.random.Generator,
+) -> ExampleBatch:
+    """All examples of ``docs``: shuffle documents, ``passes`` passes of pair creation, shuffle the examples
+    (the official code shuffles all instances at the end), lay them out and, for static masking, mask them."""
+    if len(docs) == 0:
+        return ExampleBatch(
+            input_ids=np.zeros(0, dtype=np.int32),
+            offsets=np.zeros(1, dtype=np.int64),
+            a_len=np.zeros(0, dtype=np.int32),
+            label=np.zeros(0, dtype=np.int8),
+            **_empty_masks(config),
+        )
+    shuffled = docs.select(pair_rng.permutation(len(docs)))
+    all_pairs = [
+        create_pairs(
+            shuffled,
+            pair_rng,
+            max_seq_length=config.max_seq_length,
+            short_seq_prob=config.short_seq_prob,
+            objective=config.objective,
+        )
+        for _ in range(passes)
+    ]
+    pairs = Pairs(**{f: np.concatenate([getattr(p, f) for p in all_pairs]) for f in Pairs.FIELDS})
+    pairs = pairs.take(pair_rng.permutation(len(pairs)))
+    ids, offsets, a_len = assemble(shuffled.tokens, pairs, vocab.cls_id, vocab.sep_id)
+    batch = ExampleBatch(
+        input_ids=ids, offsets=offsets, a_len=a_len.astype(np.int32), label=pairs.label.astype(np.int8)
+    )
+    if config.masking == "static":
+        m = mask_examples(ids, offsets, vocab, vocab.rules(config), mask_rng)
+        batch.input_ids = m.input_ids
+        batch.masked_positions = m.positions.astype(np.int32)
+        batch.masked_labels = m.labels.astype(np.int32)
+        batch.ngrams = np.minimum(m.ngrams, 255).astype(np.uint8)
+    return batch
+
+
+def _empty_masks(config: DataConfig) -> dict:
+    if config.masking != "static":
+        return {}
+    p = config.max_predictions_per_seq
+    return {
+        "masked_positions": np.zeros((0, p), dtype=np.int32),
+        "masked_labels": np.zeros((0, p), dtype=np.int32),
+        "ngrams": np.zeros((0, config.max_ngram), dtype=np.uint8),
+    }
+
+
+def split_documents(docs: Documents, is_eval: np.ndarray) -> tuple[Documents, Documents]:
+    """(train, eval) documents by a boolean per document."""
+    return docs.select(np.flatnonzero(~is_eval)), docs.select(np.flatnonzero(is_eval))

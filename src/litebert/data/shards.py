@@ -1,0 +1,215 @@
+"""Storage of pretraining examples: fixed-size shards of .npy arrays (memory-mapped on read) and manifest.json.
+
+Layout of a data directory::
+
+    manifest.json            settings, tokenizer sha256, vocab facts, counts and shard lists (written last)
+    word_start.npy           the tokenizer's word-start mask, so dynamic masking needs no tokenizer at read time
+    train/shard_00000/       input_ids.npy (flat), offsets.npy (N+1), a_len.npy, label.npy
+                             + masked_positions.npy, masked_labels.npy, ngrams.npy for static masks
+    eval/shard_00000/        the held-out documents, same format
+
+Example k of a shard is input_ids[offsets[k]:offsets[k+1]]; its token type is 0 for the first a_len[k]
+positions ([CLS] A [SEP]) and 1 after. A shard is written into ``shard_XXXXX.tmp`` and renamed when complete
+(rename is atomic), so a reader or a resumed build never sees half a shard.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import OrderedDict
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+WORD_START = "word_start.npy"
+SPLITS = ("train", "eval")
+
+
+@dataclass
+class ExampleBatch:
+    """Examples in flat form. Mask arrays are None for dynamic masking (masks drawn at batch time)."""
+
+    input_ids: np.ndarray  # flat, all examples concatenated
+    offsets: np.ndarray  # (N+1,) int64
+    a_len: np.ndarray  # (N,) length of [CLS] A [SEP]
+    label: np.ndarray  # (N,) 0/1, or -100 for objective "none"
+    masked_positions: np.ndarray | None = None  # (N, P), 0 in padding slots
+    masked_labels: np.ndarray | None = None  # (N, P), -100 in padding slots
+    ngrams: np.ndarray | None = None  # (N, max_ngram) spans of 1..max_ngram words
+
+    def __len__(self) -> int:
+        return len(self.a_len)
+
+    def _per_example(self) -> list[str]:
+        return [
+            f.name for f in fields(self) if f.name not in ("input_ids", "offsets") and getattr(self, f.name) is not None
+        ]
+
+    def slice(self, start: int, stop: int) -> ExampleBatch:
+        t0, t1 = int(self.offsets[start]), int(self.offsets[stop])
+        out = {name: getattr(self, name)[start:stop] for name in self._per_example()}
+        return ExampleBatch(input_ids=self.input_ids[t0:t1], offsets=self.offsets[start : stop + 1] - t0, **out)
+
+    @staticmethod
+    def concat(batches: list[ExampleBatch]) -> ExampleBatch:
+        if len(batches) == 1:
+            return batches[0]
+        lengths = np.concatenate([np.diff(b.offsets) for b in batches])
+        out = {name: np.concatenate([getattr(b, name) for b in batches]) for name in batches[0]._per_example()}
+        return ExampleBatch(
+            input_ids=np.concatenate([b.input_ids for b in batches]),
+            offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+            **out,
+        )
+
+
+def shard_name(index: int) -> str:
+    return f"shard_{index:05d}"
+
+
+def finished_shards(split_dir: Path) -> int:
+    """How many complete shards (shard_00000, shard_00001, ... without a gap) a split directory holds."""
+    n = 0
+    while (split_dir / shard_name(n)).is_dir():
+        n += 1
+    return n
+
+
+def remove_partial(split_dir: Path) -> None:
+    """Delete leftovers of an interrupted write (``*.tmp`` directories); complete shards are never touched."""
+    if split_dir.is_dir():
+        for tmp in split_dir.glob("shard_*.tmp"):
+            shutil.rmtree(tmp)
+
+
+def write_shard(split_dir: Path, index: int, batch: ExampleBatch, token_dtype: np.dtype) -> None:
+    """Write one shard atomically: arrays into ``shard_XXXXX.tmp``, then one rename."""
+    final = split_dir / shard_name(index)
+    tmp = split_dir / (shard_name(index) + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    arrays = {"input_ids": batch.input_ids.astype(token_dtype), "offsets": batch.offsets.astype(np.int64)}
+    arrays.update({name: getattr(batch, name) for name in batch._per_example()})
+    for name, arr in arrays.items():
+        with open(tmp / f"{name}.npy", "wb") as f:
+            np.save(f, np.ascontiguousarray(arr))
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, final)
+
+
+class ShardWriter:
+    """Buffers examples and flushes fixed-size shards (``examples_per_shard`` each, the last one smaller)."""
+
+    def __init__(self, split_dir: Path, examples_per_shard: int, token_dtype: np.dtype, *, first_shard: int = 0):
+        self.split_dir = split_dir
+        self.size = examples_per_shard
+        self.token_dtype = token_dtype
+        self.next_shard = first_shard
+        self._buffer: list[ExampleBatch] = []
+        self._buffered = 0
+        split_dir.mkdir(parents=True, exist_ok=True)
+
+    def add(self, batch: ExampleBatch) -> None:
+        if len(batch) == 0:
+            return
+        self._buffer.append(batch)
+        self._buffered += len(batch)
+        if self._buffered >= self.size:
+            merged = ExampleBatch.concat(self._buffer)
+            start = 0
+            while len(merged) - start >= self.size:
+                self._write(merged.slice(start, start + self.size))
+                start += self.size
+            rest = merged.slice(start, len(merged))
+            self._buffer, self._buffered = ([rest] if len(rest) else []), len(rest)
+
+    def close(self) -> None:
+        if self._buffered:
+            self._write(ExampleBatch.concat(self._buffer))
+        self._buffer, self._buffered = [], 0
+
+    def _write(self, batch: ExampleBatch) -> None:
+        write_shard(self.split_dir, self.next_shard, batch, self.token_dtype)
+        self.next_shard += 1
+
+
+def write_json(path: Path, obj: dict) -> None:
+    """Write JSON atomically (tmp + rename) with a stable key order, so equal builds give equal bytes."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def read_manifest(data_dir: str | Path) -> dict:
+    """Read ``manifest.json`` of a built data directory (FileNotFoundError / ValueError naming the file)."""
+    path = Path(data_dir) / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no manifest; build the data first with `litebert data build`")
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"{path}: format_version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}")
+    return manifest
+
+
+def check_tokenizer(manifest: dict, checksum: str, where: str | Path) -> None:
+    """Refuse a tokenizer other than the one the data was built with (ids would silently mean other pieces)."""
+    expected = manifest["tokenizer_sha256"]
+    if checksum != expected:
+        raise ValueError(
+            f"{Path(where) / MANIFEST}: built with tokenizer sha256 {expected[:12]}..., but the given tokenizer "
+            f"has sha256 {checksum[:12]}...; rebuild the data with this tokenizer or pass the original one"
+        )
+
+
+class ShardSet:
+    """Random access to the examples of one split; keeps at most ``cache`` shards memory-mapped at a time."""
+
+    def __init__(self, data_dir: str | Path, split: str, manifest: dict, *, cache: int = 8):
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        self.dir = Path(data_dir) / split
+        self.sizes = np.array(manifest["splits"][split]["shard_examples"], dtype=np.int64)
+        self.starts = np.concatenate(([0], np.cumsum(self.sizes))).astype(np.int64)
+        self._cache: OrderedDict[int, dict[str, np.ndarray]] = OrderedDict()
+        self._limit = cache
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def shard(self, s: int) -> dict[str, np.ndarray]:
+        if s in self._cache:
+            self._cache.move_to_end(s)
+            return self._cache[s]
+        path = self.dir / shard_name(s)
+        if not path.is_dir():
+            raise FileNotFoundError(f"{path}: shard listed in the manifest is missing")
+        arrays = {p.stem: np.load(p, mmap_mode="r") for p in sorted(path.glob("*.npy"))}
+        self._cache[s] = arrays
+        if len(self._cache) > self._limit:
+            self._cache.popitem(last=False)
+        return arrays
+
+    def locate(self, index: int) -> tuple[int, int]:
+        s = int(np.searchsorted(self.starts, index, side="right")) - 1
+        return s, index - int(self.starts[s])
+
+    def example(self, index: int) -> dict[str, np.ndarray]:
+        """Stored arrays of example ``index``: input_ids, a_len, label (+ static mask arrays when present)."""
+        s, k = self.locate(index)
+        arr = self.shard(s)
+        t0, t1 = int(arr["offsets"][k]), int(arr["offsets"][k + 1])
+        out = {"input_ids": np.asarray(arr["input_ids"][t0:t1], dtype=np.int64)}
+        for name in ("a_len", "label", "masked_positions", "masked_labels", "ngrams"):
+            if name in arr:
+                out[name] = np.asarray(arr[name][k])
+        return out
