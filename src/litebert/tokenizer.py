@@ -332,7 +332,7 @@ def train_tokenizer(
                 max_sentence_length=cfg.max_sentence_length,
                 normalization_rule_name="identity",
                 num_threads=cfg.num_threads,
-                minloglevel=0 if progress else 2,
+                minloglevel=1 if progress else 2,
             )
         except RuntimeError as exc:  # e.g. "Vocabulary size is too high": say which corpus and setting
             raise ValueError(f"sentencepiece training on {report.sentences:,} sentences failed: {exc}") from exc
