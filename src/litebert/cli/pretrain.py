@@ -1,9 +1,83 @@
-"""CLI subcommands for the pretrain step (filled in by the work on that step)."""
+"""CLI for the pretraining step: `litebert pretrain` (the main job) and `litebert plot RUN_DIR`."""
 
 from __future__ import annotations
 
 import argparse
+import json
+
+# flag -> TrainConfig field; only flags the user gave override the config file / the run's saved config.
+_TRAIN_FLAGS = {
+    "max_steps": int, "batch_size": int, "grad_accum": int, "lr": float, "save_every": int, "eval_every": int,
+    "seed": int, "precision": str, "optimizer": str, "parallel": str,
+}  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    pass
+    p = sub.add_parser(
+        "pretrain",
+        help="pretrain ALBERT (no arguments: the tiny preset on the packaged corpus, end to end)",
+        description="Pretrain with LAMB, warmup + polynomial decay, exact resume; torchrun for many processes.",
+    )
+    p.add_argument("--config", metavar="FILE", help="JSON job: preset, model, train, data, data_dir, ...")
+    p.add_argument("--preset", help="model preset (tiny, albert-base, ...)")
+    p.add_argument("--data", metavar="DIR", help="data directory built by `litebert data build`")
+    p.add_argument("--tokenizer", metavar="DIR", help="the tokenizer the data was built with")
+    p.add_argument("--corpus", nargs="+", metavar="PATH", help="raw text to build tokenizer and data from")
+    p.add_argument("--out", metavar="RUN_DIR", default="runs/default", help="run directory (default %(default)s)")
+    p.add_argument("--max-steps", type=int)
+    p.add_argument("--batch-size", type=int, help="global micro-batch (sequences per step before accumulation)")
+    p.add_argument("--grad-accum", type=int, help="micro-batches per optimizer step")
+    p.add_argument("--lr", type=float, help="peak learning rate")
+    p.add_argument("--save-every", type=int, metavar="N")
+    p.add_argument("--eval-every", type=int, metavar="N")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"))
+    p.add_argument("--optimizer", choices=("lamb", "adamw"))
+    p.add_argument("--parallel", choices=("ddp", "fsdp"), help="under torchrun (default ddp)")
+    p.add_argument("--grad-checkpointing", action="store_true", help="recompute activations in backward")
+    p.add_argument("--resume", action="store_true", help="continue RUN_DIR from its newest complete checkpoint")
+    p.add_argument("--init-from", metavar="DIR", help="start from a litebert or transformers ALBERT directory")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_pretrain)
+
+    q = sub.add_parser("plot", help="write PNG curves of a pretraining run (needs litebert[plot])")
+    q.add_argument("run_dir", metavar="RUN_DIR")
+    q.add_argument("--out", metavar="DIR", help="where to write the PNGs (default RUN_DIR/plots)")
+    q.set_defaults(func=_plot)
+
+
+def _pretrain(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from litebert.pipeline import PretrainJob, run_job
+
+    job = PretrainJob.from_json(args.config) if args.config else PretrainJob()
+    changes = {k: v for k, v in (("preset", args.preset), ("data_dir", args.data), ("tokenizer", args.tokenizer),
+                                 ("corpus", args.corpus), ("init_from", args.init_from)) if v is not None}  # fmt: skip
+    overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS if getattr(args, k) is not None}
+    if args.grad_checkpointing:
+        overrides["grad_checkpointing"] = True
+    if args.no_progress:
+        overrides["progress"] = False
+    job = dataclasses.replace(job, **changes)
+    summary = run_job(job, args.out, resume=args.resume, train_overrides=overrides)
+    if summary.model_dir is not None:  # rank 0
+        result = {"steps": summary.steps, "final_loss": summary.final_loss, **summary.eval}
+        result.update(model_dir=str(summary.model_dir), elapsed_s=round(summary.elapsed_s, 1))
+        print(json.dumps(result, indent=1))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    import sys
+
+    from litebert.train.metrics import plot_run
+
+    try:
+        paths = plot_run(args.run_dir, args.out)
+    except ImportError as exc:  # matplotlib is an optional extra
+        print(f"litebert plot: error: {exc}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(path)
+    return 0

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
 from torch import nn
 
 from litebert.train import dist
+
+IGNORE = -100
 
 
 @torch.no_grad()
@@ -26,6 +28,7 @@ def evaluate(
     With `vocab_size`, also the unigram baselines on the same masked labels: always predicting the most
     frequent label (`eval_majority_acc`, an upper bound for any context-free constant guess, as it uses
     the held-out counts themselves) and guessing by frequency (`eval_unigram_acc` = sum p_i^2).
+    Under DDP pass the unwrapped model (no collectives in its forward); under FSDP the sharded one.
     """
     from litebert.train.loop import autocast
 
@@ -35,30 +38,59 @@ def evaluate(
     # [mlm loss * n, mlm correct, n masked, sop loss * m, sop correct, m pairs, batches]
     totals = torch.zeros(7, dtype=torch.float64)
     counts = torch.zeros(vocab_size or 1, dtype=torch.float64)
-    for i, batch in enumerate(batches):
-        if max_batches is not None and i >= max_batches:
-            break
+    for batch, real in _lockstep(batches, env, model, max_batches):
         batch = {k: v.to(env.device) for k, v in batch.items()}
         with autocast(precision, env.device):
             out = model(**batch)
-        labels = batch["masked_labels"]
-        valid = labels != -100
-        n = float(valid.sum())
-        totals[0] += float(out.mlm_loss) * n
-        totals[1] += float(((out.mlm_logits.argmax(-1) == labels) & valid).sum())
-        totals[2] += n
-        sop = batch.get("sentence_order_label")
-        if sop is not None and out.sop_loss is not None:
-            m = float((sop != -100).sum())
-            totals[3] += float(out.sop_loss) * m
-            totals[4] += float(((out.sop_logits.argmax(-1) == sop) & (sop != -100)).sum())
-            totals[5] += m
-        totals[6] += 1
+        if not real:
+            continue
+        totals += _batch_totals(out, batch)
         if vocab_size:
-            counts += torch.bincount(labels[valid].cpu(), minlength=vocab_size)[:vocab_size].double()
+            labels = batch["masked_labels"]
+            counts += torch.bincount(labels[labels != IGNORE].cpu(), minlength=vocab_size)[:vocab_size].double()
     model.train(was_training)
     totals = dist.all_reduce_sum(totals, env)
     return _summary(totals, dist.all_reduce_sum(counts, env) if vocab_size else None)
+
+
+def _lockstep(batches: Iterable, env: dist.DistEnv, model: nn.Module, max_batches: int | None) -> Iterator:
+    """(batch, is_real) pairs; under FSDP every rank runs the same number of forwards.
+
+    Ranks can hold different numbers of held-out batches (the last global batch is ragged). A sharded model's
+    forward is a collective, so a rank that ran out repeats its last batch and the result is dropped.
+    """
+    sharded = env.distributed and hasattr(model, "set_requires_gradient_sync")
+    it, last, i = iter(batches), None, 0
+    while max_batches is None or i < max_batches:
+        i += 1
+        batch = next(it, None)
+        if not sharded:
+            if batch is None:
+                return
+            yield batch, True
+            continue
+        if dist.all_reduce_sum(torch.tensor([float(batch is not None)]), env).item() == 0:
+            return
+        if batch is None and last is None:
+            raise ValueError(f"rank {env.rank} has no held-out batch: the eval split is too small for this world")
+        last = batch if batch is not None else last
+        yield last, batch is not None
+
+
+def _batch_totals(out: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    labels = batch["masked_labels"]
+    valid = labels != IGNORE
+    n = float(valid.sum())
+    t = torch.zeros(7, dtype=torch.float64)
+    t[0], t[2], t[6] = float(out.mlm_loss) * n, n, 1.0
+    t[1] = float(((out.mlm_logits.argmax(-1) == labels) & valid).sum())
+    sop = batch.get("sentence_order_label")
+    if sop is not None and out.sop_loss is not None:
+        has_label = sop != IGNORE
+        m = float(has_label.sum())
+        t[3], t[5] = float(out.sop_loss) * m, m
+        t[4] = float(((out.sop_logits.argmax(-1) == sop) & has_label).sum())
+    return t
 
 
 def _summary(t: torch.Tensor, counts: torch.Tensor | None) -> dict[str, Any]:

@@ -119,8 +119,9 @@ def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistE
     from litebert.data import PretrainingBatches
 
     def source(split: str) -> Any:
+        # PretrainingBatches takes the per-rank batch; TrainConfig.batch_size is the global micro-batch.
         return PretrainingBatches(
-            data_dir, batch_size=cfg.batch_size, split=split, seed=cfg.seed, rank=env.rank,
+            data_dir, batch_size=cfg.batch_size // env.world_size, split=split, seed=cfg.seed, rank=env.rank,
             world_size=env.world_size,
         )  # fmt: skip
 
@@ -287,8 +288,10 @@ def _eval(tr: _Trainer, eval_batches: Any, step: int, logger: MetricsLogger) -> 
     if eval_batches is None:
         return {}
     with torch.random.fork_rng(devices=[]):  # held-out passes must not shift the training RNG stream
+        # DDP's forward may broadcast buffers (a collective); the plain module needs no peers.
+        model = dist.unwrap(tr.model)
         result = evaluate(
-            tr.model, eval_batches(), tr.env, precision=tr.cfg.precision,
+            model, eval_batches(), tr.env, precision=tr.cfg.precision,
             max_batches=tr.cfg.eval_batches, vocab_size=tr.mcfg.vocab_size,
         )  # fmt: skip
     result = {"step": step, "split": "eval", **result}

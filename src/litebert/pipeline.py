@@ -1,0 +1,179 @@
+"""The pretraining job end to end: corpus -> tokenizer -> data -> pretrain, and the embedded default run.
+
+`litebert pretrain` with no arguments is `run_job(PretrainJob())`: the tiny preset trained on the packaged
+Moby-Dick corpus (tokenizer and data built into RUN_DIR/prep) in a few minutes on a laptop CPU. A real job
+gives `data_dir` (built by `litebert data build`) and its tokenizer, or a corpus, plus its configs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from litebert.config import ModelConfig, preset
+from litebert.data import DataConfig
+from litebert.train import TrainConfig, TrainSummary, pretrain
+from litebert.train.config import check_types, from_dict
+from litebert.train.run import RUN_CONFIG
+
+PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus"
+
+# The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
+DEFAULT_TRAIN = dict(
+    max_steps=600, batch_size=32, lr=5e-3, warmup_steps=60, save_every=200, eval_every=200, log_every=10,
+    precision="bf16",
+)  # fmt: skip
+DEFAULT_DATA = dict(max_seq_length=128, max_predictions_per_seq=20, masking="dynamic", eval_fraction=0.05)
+
+
+@dataclass(kw_only=True)
+class PretrainJob:
+    """Everything `litebert pretrain` needs; `--config FILE` is this object as JSON (unknown keys refused)."""
+
+    preset: str = "tiny"
+    model: dict[str, Any] = field(default_factory=dict)  # ModelConfig fields overriding the preset
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(**DEFAULT_TRAIN))
+    data: DataConfig = field(default_factory=lambda: DataConfig(**DEFAULT_DATA))
+    corpus: list[str] | None = None  # raw text files/dirs (default: the packaged corpus) when no data_dir
+    data_dir: str | None = None
+    tokenizer: str | None = None  # tokenizer dir; trained on the corpus when None and no data_dir
+    vocab_size: int = 8000  # of the tokenizer trained here
+    init_from: str | None = None
+
+    def __post_init__(self) -> None:
+        check_types(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> PretrainJob:
+        """Sections "train" and "data" are TrainConfig / DataConfig fields over the embedded defaults."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        data = dict(data)
+        train = {**DEFAULT_TRAIN, **_section(data, "train", source)}
+        data_cfg = {**DEFAULT_DATA, **_section(data, "data", source)}
+        data["train"] = from_dict(TrainConfig, train, source=f"{source}: train")
+        data["data"] = from_dict(DataConfig, data_cfg, source=f"{source}: data")
+        return from_dict(cls, data, source=source)
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> PretrainJob:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path}: config file not found") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        return cls.from_dict(data, source=str(path))
+
+
+def _section(data: dict, key: str, source: str) -> dict:
+    value = data.pop(key, None) or {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{source}: {key!r} must be a JSON object of fields")
+    if "model" in data and not isinstance(data["model"], dict):
+        raise ValueError(f"{source}: 'model' must be a JSON object of ModelConfig fields")
+    return value
+
+
+def run_job(
+    job: PretrainJob,
+    out_dir: str | Path = "runs/default",
+    *,
+    resume: bool = False,
+    train_overrides: dict[str, Any] | None = None,
+) -> TrainSummary:
+    """Prepare (tokenizer, data) as needed, then pretrain into `out_dir`; returns the training summary.
+
+    With `resume`, the run's own saved train config is used, with `train_overrides` (e.g. a larger
+    max_steps) on top; `job.train` is ignored.
+    """
+    out = Path(out_dir)
+    if resume:
+        return _resume(job, out, train_overrides or {})
+    if train_overrides:
+        job = dataclasses.replace(job, train=dataclasses.replace(job.train, **train_overrides))
+    if (out / RUN_CONFIG).exists():
+        raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out "
+                         "(nothing was overwritten)")  # fmt: skip
+    tokenizer_dir, data_dir = _prepare(job, out)
+    model_config = _model_config(job, data_dir)
+    summary = pretrain(model_config, job.train, data_dir, out, init_from=job.init_from, tokenizer_dir=tokenizer_dir)
+    _plots(out)
+    return summary
+
+
+def _prepare(job: PretrainJob, out: Path) -> tuple[Path | None, Path]:
+    """(tokenizer dir, data dir): given ones, or trained/built into RUN_DIR/prep from the corpus."""
+    tokenizer = Path(job.tokenizer) if job.tokenizer else None
+    if tokenizer is None and job.init_from and (Path(job.init_from) / "spiece.model").is_file():
+        tokenizer = Path(job.init_from)
+    if job.data_dir is not None:
+        return tokenizer, Path(job.data_dir)
+    from litebert.data import build
+    from litebert.tokenizer import train_tokenizer
+
+    corpus = [Path(c) for c in (job.corpus or [PACKAGED_CORPUS])]
+    if tokenizer is None:
+        tokenizer = out / "prep" / "tokenizer"
+        train_tokenizer(corpus, tokenizer, vocab_size=job.vocab_size, progress=job.train.progress)
+    data_dir = out / "prep" / "data"
+    workers = max(1, min(4, os.cpu_count() or 1))
+    build(corpus, tokenizer, data_dir, job.data, workers=workers, progress=job.train.progress)
+    return tokenizer, data_dir
+
+
+def _model_config(job: PretrainJob, data_dir: Path) -> ModelConfig:
+    from litebert.data import read_manifest
+    from litebert.weights import load_config
+
+    if job.init_from is not None:
+        if job.model:
+            raise ValueError("config: 'model' overrides cannot be combined with init_from (its config is used)")
+        return load_config(job.init_from)
+    manifest = read_manifest(data_dir)
+    seq = int(manifest.get("settings", manifest).get("max_seq_length", 0) or 0)
+    fields = {"vocab_size": int(manifest["vocab_size"])}
+    if seq:
+        fields["max_position"] = max(seq, preset(job.preset).max_position)
+    return preset(job.preset, **{**fields, **job.model})
+
+
+def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSummary:
+    """Continue RUN_DIR with its own model config and data; `job.train` carries the (possibly new) settings."""
+    from litebert.train.checkpoint import latest_checkpoint
+    from litebert.weights import load_config
+
+    path = out / RUN_CONFIG
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found; --resume needs a run directory written by litebert pretrain")
+    saved = json.loads(path.read_text())
+    ckpt = latest_checkpoint(out)
+    if ckpt is None:
+        raise FileNotFoundError(f"{out}: --resume given but it holds no complete checkpoint")
+    model_config = load_config(ckpt)
+    if job.model and preset(job.preset, **{**model_config.to_dict(), **job.model}) != model_config:
+        raise ValueError(f"{ckpt}: cannot resume with different model settings {job.model}")
+    data_dir = job.data_dir or saved.get("data_dir")
+    train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
+    summary = pretrain(model_config, train, data_dir, out, resume=True)
+    _plots(out)
+    return summary
+
+
+def _plots(out: Path) -> list[Path]:
+    from litebert.train.metrics import plot_run
+
+    try:
+        return plot_run(out)
+    except ImportError:  # matplotlib is optional (pip install 'litebert[plot]')
+        return []
+
+
+def job_to_dict(job: PretrainJob) -> dict[str, Any]:
+    return {f.name: (getattr(job, f.name).to_dict() if f.name in ("train", "data") else getattr(job, f.name))
+            for f in dataclasses.fields(job)}  # fmt: skip
