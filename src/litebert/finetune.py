@@ -82,10 +82,12 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig.lr must be positive, got {self.lr!r}")
         if self.warmup < 0:
             raise ValueError(f"FinetuneConfig.warmup must be >= 0, got {self.warmup!r}")
-        if self.max_query_length + 4 > self.max_seq_length or self.max_qa_length + 4 > self.max_seq_length:
+        # [CLS] A [SEP] B [SEP] must leave at least one token for the passage.
+        part = {"squad": "max_query_length", "multiple-choice": "max_qa_length"}.get(self.task)
+        if part and getattr(self, part) + 4 > self.max_seq_length:
             raise ValueError(
-                f"FinetuneConfig.max_seq_length ({self.max_seq_length}) must exceed max_query_length "
-                f"({self.max_query_length}) and max_qa_length ({self.max_qa_length}) by at least 4"
+                f"FinetuneConfig.max_seq_length ({self.max_seq_length}) must exceed {part} "
+                f"({getattr(self, part)}) by at least 4"
             )
         columns, label = DEFAULT_COLUMNS.get(self.task, ((), None))
         self.text_columns = tuple(self.text_columns) if self.text_columns else columns
@@ -200,7 +202,7 @@ def finetune(cfg: FinetuneConfig) -> FinetuneResult:
         loss.backward()
         nn.utils.clip_grad_norm_(model.trainable().parameters(), 1.0)
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
             metrics = evaluate_data(model, task, dev, tok, cfg, state)
             entry = {"step": step, "train_loss": float(np.mean(losses)), "seconds": time.perf_counter() - start}

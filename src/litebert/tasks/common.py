@@ -38,8 +38,11 @@ class Report:
     source: str
     counts: Counter = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
+    quiet: set[str] = field(default_factory=set)  # counted in the report, but nothing was lost: no warning
 
-    def add(self, what: str, where: str = "", n: int = 1) -> None:
+    def add(self, what: str, where: str = "", n: int = 1, *, quiet: bool = False) -> None:
+        if quiet:
+            self.quiet.add(what)
         self.counts[what] += n
         if where and len(self.examples.setdefault(what, [])) < 5:
             self.examples[what].append(where)
@@ -47,6 +50,8 @@ class Report:
     def warn(self) -> None:
         """One warning per kind of event, with its count and the first places it happened."""
         for what, n in sorted(self.counts.items()):
+            if what in self.quiet:
+                continue
             where = ", ".join(self.examples.get(what, []))
             warnings.warn(f"{self.source}: {n} x {what}" + (f" (first: {where})" if where else ""), stacklevel=2)
 

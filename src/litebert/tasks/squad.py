@@ -118,7 +118,7 @@ def featurize(
         max_doc = cfg.max_seq_length - len(q) - 3
         spans = windows(len(ctx), max_doc, cfg.doc_stride)
         if len(spans) > 1:
-            report.add("context split into several doc_stride windows", ex.qid)
+            report.add("context split into several doc_stride windows", ex.qid, quiet=True)
         for w, (s, n) in enumerate(spans):
             ids = [tok.cls_id, *q, tok.sep_id, *ctx[s : s + n], tok.sep_id]
             types = [0] * (len(q) + 2) + [1] * (n + 1)

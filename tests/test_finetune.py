@@ -1,0 +1,175 @@
+"""End to end fine-tuning on the official-format fixtures with a tiny model and the in-process tokenizer:
+span QA and multiple choice learn their files, the protocol's outputs (results.json, best/) are usable,
+and bad input fails with a message that names the problem."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+import litebert
+from litebert.cli import main
+from litebert.finetune import FinetuneConfig, evaluate, finetune, load_finetuned, predict
+from litebert.tasks.squad_eval import evaluate_files
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tokenizer_dir, tmp_path_factory) -> Path:
+    """A tiny randomly initialised model saved with the tokenizer (stands in for a pretrained one)."""
+    from litebert.tokenizer import Tokenizer
+
+    torch.manual_seed(0)
+    vocab = Tokenizer.load(tokenizer_dir).vocab_size
+    cfg = litebert.preset(
+        "tiny", vocab_size=vocab, embedding_size=32, hidden_size=64, num_layers=2, num_heads=2,
+        intermediate_size=128, max_position=128, hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0,
+    )  # fmt: skip
+    out = tmp_path_factory.mktemp("model")
+    litebert.save(litebert.AlbertForPretraining(cfg), out, tokenizer_dir=tokenizer_dir)
+    return out
+
+
+def _cfg(model_dir: Path, out: Path, **kw) -> FinetuneConfig:
+    base = dict(init=str(model_dir), out=str(out), lr=1e-3, batch_size=16, max_seq_length=64, seed=0)
+    return FinetuneConfig(**{**base, **kw})
+
+
+def test_squad_v2_learns_its_file_and_outputs_agree_with_the_official_metric(model_dir, tmp_path):
+    torch.set_num_threads(1)
+    data = str(FIXTURES / "squad_v2.json")
+    # 64-token windows with stride 32: every context is split, so windows and max-context decoding are used.
+    cfg = _cfg(model_dir, tmp_path, task="squad", train=data, dev=data, max_steps=500, eval_every=125,
+               doc_stride=32, max_query_length=24)  # fmt: skip
+    result = finetune(cfg)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["best"] == {"metric": "f1", "value": result.best_value, "step": result.best_step}
+    assert results["input_report"]["train"]["context split into several doc_stride windows"] == 48
+    # 12 of 48 questions are unanswerable: answering "" everywhere scores 25; a trained model does far better
+    dev = results["dev_at_best"]
+    assert dev["exact_match"] > 75 and dev["HasAns_f1"] > 75 and dev["NoAns_exact"] > 50
+    # best/ is loadable by litebert.load and as a fine-tuned model; its predictions score as results.json says
+    assert isinstance(litebert.load(tmp_path / "best"), litebert.AlbertForPretraining)
+    preds = predict(tmp_path / "best", data, tmp_path / "pred.json")
+    gold = json.loads(Path(data).read_text())["data"]
+    assert set(preds) == {q["id"] for a in gold for p in a["paragraphs"] for q in p["qas"]}
+    scored = evaluate_files(data, tmp_path / "pred.json")
+    assert scored["exact_match"] == pytest.approx(dev["exact_match"]) and scored["f1"] == pytest.approx(dev["f1"])
+
+
+def test_race_multiple_choice_learns_its_file(model_dir, tmp_path):
+    torch.set_num_threads(1)
+    data = str(FIXTURES / "race.json")
+    cfg = _cfg(model_dir, tmp_path, task="multiple-choice", train=data, dev=data, max_steps=60, eval_every=30,
+               max_seq_length=96, max_qa_length=32)  # fmt: skip
+    result = finetune(cfg)
+    assert result.best_value >= 0.75  # chance is 0.25 (four options, answers spread over A-D)
+    preds = predict(tmp_path / "best", data)
+    assert len(preds) == 24 and {p["answer"] for p in preds} <= set("ABCD")
+    assert evaluate(tmp_path / "best", data)["accuracy"] == pytest.approx(result.best_value)
+
+
+def test_cli_classification_finetune_evaluate_predict(model_dir, tmp_path, capsys):
+    data = str(FIXTURES / "sst2.tsv")
+    argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
+            "--out", str(tmp_path / "run"), "--max-steps", "6", "--eval-every", "3", "--seed", "1", "--lr", "1e-3",
+            "--batch-size", "4", "--max-seq-length", "32", "--warmup", "2"]  # fmt: skip
+    assert main(argv) == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert [h["step"] for h in results["history"]] == [3, 6]
+    assert results["config"]["seed"] == 1 and results["state"]["labels"] == ["0", "1"]
+    capsys.readouterr()
+    assert main(["evaluate", "--init", str(tmp_path / "run" / "best"), "--data", data]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(results["dev_at_best"]["accuracy"])
+    new = tmp_path / "new.tsv"
+    new.write_text("sentence\nwhat a film\nawful\n")
+    assert (
+        main(
+            ["predict", "--init", str(tmp_path / "run" / "best"), "--data", str(new), "--out", str(tmp_path / "p.json")]
+        )
+        == 0
+    )
+    preds = json.loads((tmp_path / "p.json").read_text())
+    assert [p["line"] for p in preds] == [2, 3] and {p["label"] for p in preds} <= {"0", "1"}
+
+
+def test_cli_squad_evaluate_prints_official_scores(capsys, tmp_path):
+    (tmp_path / "p.json").write_text(json.dumps({"v1q1": "the Denver Broncos", "v1q2": "24", "v1q3": ""}))
+    assert main(["evaluate", "--task", "squad", "--data", str(FIXTURES / "squad_v1.json"),
+                 "--predictions", str(tmp_path / "p.json")]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    # q1 exact after normalisation; q2 "24" vs "24–10" (the en dash is not ASCII punctuation): 0; q3 empty: 0
+    assert out["exact_match"] == pytest.approx(100 / 3) and out["f1"] == pytest.approx(100 / 3)
+
+
+@pytest.mark.parametrize(
+    ("task", "train", "metric", "extra"),
+    [
+        ("token-classification", "conll2003.txt", "f1", {}),
+        ("regression", "sts.tsv", "corr", {}),
+        ("similarity", "sts.tsv", "spearman", {}),
+        ("classification", "pairs.csv", "accuracy", {"text_columns": ("premise", "hypothesis")}),
+    ],
+)
+def test_other_tasks_run(model_dir, tmp_path, task, train, metric, extra):
+    path = str(FIXTURES / train)
+    result = finetune(_cfg(model_dir, tmp_path, task=task, train=path, dev=path, max_steps=4, eval_every=2, **extra))
+    assert result.best_metric == metric and (tmp_path / "best" / "head.safetensors").is_file()
+    ft = load_finetuned(tmp_path / "best")
+    assert ft.task.name == task and ft.config.max_steps == 4
+
+
+def test_bad_input_messages(model_dir, tmp_path, capsys):
+    data = str(FIXTURES / "sst2.tsv")
+    with pytest.raises(ValueError, match=r"max_seq_length \(512\) exceeds the model's maximum \(max_position = 128"):
+        finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_seq_length=512))
+    with pytest.raises(ValueError, match=r"sst2.tsv: missing column\(s\) \['review'\]"):
+        finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, text_columns=("review",)))
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("sentence\tlabel\nfine\t1\nso so\tneutral\n")
+    argv = ["finetune", "--task", "classification", "--train", data, "--dev", str(dev), "--init", str(model_dir),
+            "--out", str(tmp_path / "o"), "--max-seq-length", "32"]  # fmt: skip
+    assert main(argv) == 2
+    assert "dev.tsv: line 3: label 'neutral' never seen in training" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="FinetuneConfig.task must be one of"):
+        _cfg(model_dir, tmp_path, task="ner", train=data, dev=data)
+
+
+def test_answer_not_in_context_is_counted_and_long_text_truncation_reported(model_dir, tmp_path):
+    squad = json.loads((FIXTURES / "squad_v2.json").read_text())
+    squad["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 3  # now points elsewhere
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(squad))
+    long = tmp_path / "long.tsv"
+    long.write_text("sentence\tlabel\n" + " ".join(["word"] * 200) + "\t1\nshort\t0\n")
+    with pytest.warns(UserWarning, match="1 x answer span not in its context"):
+        finetune(_cfg(model_dir, tmp_path / "a", task="squad", train=str(bad), dev=str(bad), max_steps=1,
+                      max_query_length=24))  # fmt: skip
+    report = json.loads((tmp_path / "a" / "results.json").read_text())["input_report"]["train"]
+    assert report["answer span not in its context (example not used for training)"] == 1
+    with pytest.warns(UserWarning, match="1 x truncated to max_seq_length=64"):
+        finetune(_cfg(model_dir, tmp_path / "b", task="classification", train=str(long), dev=str(long), max_steps=1))
+
+
+def test_transformers_albert_dir_as_init(tokenizer_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import transformers
+
+    from litebert.tokenizer import Tokenizer
+
+    vocab = Tokenizer.load(tokenizer_dir).vocab_size
+    hf_cfg = transformers.AlbertConfig(
+        vocab_size=vocab, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64,
+    )  # fmt: skip
+    transformers.AlbertForPreTraining(hf_cfg).save_pretrained(tmp_path / "hf")
+    shutil.copy(Path(tokenizer_dir) / "spiece.model", tmp_path / "hf" / "spiece.model")
+    data = str(FIXTURES / "sst2.tsv")
+    result = finetune(_cfg(tmp_path / "hf", tmp_path / "run", task="classification", train=data, dev=data,
+                           max_steps=2, eval_every=1, max_seq_length=32))  # fmt: skip
+    assert result.best_step in (1, 2) and litebert.load(tmp_path / "run" / "best").config.hidden_size == 32
