@@ -40,7 +40,8 @@ class MaskedBatch:
 
     ``positions``/``labels`` are (N, max_predictions), positions relative to each example, padded with 0 / -100.
     ``ngrams[k, j]`` counts accepted spans of j+1 words in example k; ``unforced`` counts those whose length
-    neither the budget (room left for any span) nor the segment's end (max_ngram words left) could shape, so
+    neither the budget (room left for the longest span at that start) nor the segment's end (max_ngram words
+    left) could shape, so
     statistics can report the n-gram distribution "when the budget does not bind".
     """
 
@@ -60,6 +61,8 @@ def budgets(lengths: np.ndarray, rules: MaskingRules) -> np.ndarray:
     """``min(max_predictions, max(1, round(len * prob)))`` per sequence; np.round rounds half to even like the
     official int(round(x))."""
     raw = np.round(np.asarray(lengths, dtype=np.float64) * rules.masked_lm_prob).astype(np.int64)
+    if rules.masked_lm_prob == 0:  # the official code returns no predictions at all then
+        return np.zeros_like(raw)
     return np.minimum(rules.max_predictions, np.maximum(1, raw))
 
 
@@ -141,11 +144,6 @@ class _Plan:
         self.cand, self.draw = cand.ravel().tolist(), draw.ravel().tolist()
         self.sizes = self._sizes(cand).ravel().tolist()
         self.count, self.budget = count.tolist(), budgets(np.diff(offsets), rules).tolist()
-        longest = np.zeros(n_ex, dtype=np.int64)
-        has = count > 0
-        word_len = words.end - words.start
-        longest[has] = np.maximum.reduceat(word_len, self.bounds[:-1][has]) * m if n_words else 0
-        self.longest = longest.tolist()
         self.covered = bytearray(n_words)
         self.spans: list[tuple[int, int]] = []
         self.ngrams = [[0] * m for _ in range(n_ex)]
@@ -186,7 +184,8 @@ class _Plan:
     def _visit(self, k: int, w: int, n: int, sizes: list[int], at: int, used: int, limit: int) -> int:
         """Try the span of n words at w; sizes[at + i] is the token count of its first i+1 words."""
         # "free": neither the budget nor the segment's end could shape this span's length (for statistics).
-        free = limit - used >= self.longest[k] and self.room_ok[w]
+        # Any n would fit here, so the drawn n is undistorted (the condition does not depend on n).
+        free = used + sizes[at + self.max_ngram - 1] <= limit and self.room_ok[w]
         while n > 1 and used + sizes[at + n - 1] > limit:  # back off to shorter n near the budget
             n -= 1
         size = sizes[at + n - 1]

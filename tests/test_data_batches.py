@@ -1,0 +1,97 @@
+"""PretrainingBatches: tensors and padding, exact resume, rank sharding, dynamic masks per epoch, eval pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from litebert.data import DataConfig, PretrainingBatches, build, read_examples
+from litebert.text import ReadConfig
+
+
+@pytest.fixture(scope="module")
+def dynamic(shared_data, tokenizer_dir, tmp_path_factory) -> Path:
+    files = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:12]
+    config = DataConfig(max_seq_length=64, masking="dynamic", examples_per_shard=100, window_chars=30_000,
+                        eval_fraction=0.2)  # fmt: skip
+    out = tmp_path_factory.mktemp("dyn") / "data"
+    build(files, tokenizer_dir, out, config, read_config=ReadConfig(documents="file"), progress=False)
+    return out
+
+
+def _take(batches, n):
+    it = iter(batches)
+    return [next(it) for _ in range(n)]
+
+
+def test_batch_tensors_and_padding(dynamic):
+    batch = next(iter(PretrainingBatches(dynamic, batch_size=8)))
+    assert set(batch) == {"input_ids", "token_type_ids", "attention_mask", "masked_positions", "masked_labels",
+                          "sentence_order_label"}  # fmt: skip
+    assert batch["input_ids"].shape == (8, 64) and batch["masked_positions"].shape == (8, 20)
+    assert all(t.dtype == torch.int64 for t in batch.values())
+    lengths = batch["attention_mask"].sum(1)
+    for k in range(8):
+        n = int(lengths[k])
+        assert (batch["attention_mask"][k, :n] == 1).all() and (batch["input_ids"][k, n:] == 0).all()
+        assert (batch["token_type_ids"][k, n:] == 0).all() and batch["token_type_ids"][k, n - 1] == 1
+        real = batch["masked_labels"][k] != -100
+        assert (batch["masked_positions"][k, ~real] == 0).all() and (batch["masked_positions"][k, real] < n).all()
+    assert set(batch["sentence_order_label"].tolist()) <= {0, 1}
+    longest = next(iter(PretrainingBatches(dynamic, batch_size=8, pad_to="longest")))
+    assert longest["input_ids"].shape[1] == int(longest["attention_mask"].sum(1).max())
+
+
+def test_exact_resume(dynamic):
+    straight = _take(PretrainingBatches(dynamic, batch_size=16, seed=5), 30)  # crosses epochs
+    first = PretrainingBatches(dynamic, batch_size=16, seed=5)
+    _take(first, 17)
+    state = first.state_dict()
+    resumed = PretrainingBatches(dynamic, batch_size=16, seed=5)
+    resumed.load_state_dict(state)
+    for a, b in zip(straight[17:], _take(resumed, 13), strict=True):
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="batch_size"):
+        PretrainingBatches(dynamic, batch_size=8, seed=5).load_state_dict(state)
+
+
+def test_ranks_get_disjoint_slices_of_each_global_batch(dynamic):
+    whole = _take(PretrainingBatches(dynamic, batch_size=12, seed=1), 4)
+    parts = [_take(PretrainingBatches(dynamic, batch_size=4, seed=1, rank=r, world_size=3), 4) for r in range(3)]
+    for b in range(4):
+        for key in whole[b]:
+            assert torch.equal(whole[b][key], torch.cat([parts[r][b][key] for r in range(3)]))
+
+
+def test_dynamic_masks_change_with_epoch_and_seed_but_not_order(dynamic):
+    n = len(list(read_examples(dynamic)))
+    reader = PretrainingBatches(dynamic, batch_size=n, seed=2)
+    epoch0, epoch1 = _take(reader, 2)
+    # Each epoch holds every example once; the same examples come back with new masks and a new order.
+    originals = []
+    for batch in (epoch0, epoch1):
+        ids = batch["input_ids"].clone()
+        real = batch["masked_labels"] != -100
+        rows = torch.arange(n)[:, None].expand_as(real)
+        ids[rows[real], batch["masked_positions"][real]] = batch["masked_labels"][real]
+        originals.append([tuple(r.tolist()) for r in ids])
+    assert sorted(originals[0]) == sorted(originals[1]) and originals[0] != originals[1]
+    assert not torch.equal(epoch0["input_ids"], epoch1["input_ids"])
+    same_seed = next(iter(PretrainingBatches(dynamic, batch_size=n, seed=2)))
+    other_seed = next(iter(PretrainingBatches(dynamic, batch_size=n, seed=3)))
+    assert torch.equal(same_seed["masked_positions"], epoch0["masked_positions"])
+    assert not torch.equal(other_seed["masked_positions"], epoch0["masked_positions"])
+    a, b = next(read_examples(dynamic, seed=0)), next(read_examples(dynamic, seed=0))
+    assert np.array_equal(a["masked_positions"], b["masked_positions"])
+
+
+def test_eval_is_one_finite_pass(dynamic):
+    n = len(list(read_examples(dynamic, split="eval")))
+    batches = list(PretrainingBatches(dynamic, batch_size=7, split="eval"))
+    assert n > 0 and sum(len(b["input_ids"]) for b in batches) == n
+    assert len(batches) == len(PretrainingBatches(dynamic, batch_size=7, split="eval"))
+    again = list(PretrainingBatches(dynamic, batch_size=7, split="eval"))
+    assert all(torch.equal(x["masked_positions"], y["masked_positions"]) for x, y in zip(batches, again, strict=True))

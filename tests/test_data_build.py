@@ -1,0 +1,169 @@
+"""`build` end to end on real text: identical bytes for 1 and 2 workers, seeds, layout of stored examples, resume
+after an interruption, tokenizer checksum, held-out split and bad inputs."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from litebert.data import DataConfig, PretrainingBatches, build, read_examples, read_manifest
+from litebert.data.shards import ShardWriter
+from litebert.text import ReadConfig
+from litebert.tokenizer import Tokenizer, train_tokenizer
+
+PER_FILE = ReadConfig(documents="file")
+
+
+def _config(**kw) -> DataConfig:
+    base = dict(max_seq_length=128, dupe_factor=2, examples_per_shard=300, window_chars=60_000, eval_fraction=0.1)
+    return DataConfig(**{**base, **kw})
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def _same_tree(a: Path, b: Path) -> None:
+    names = [p.relative_to(a) for p in _files(a)]
+    assert names == [p.relative_to(b) for p in _files(b)]
+    for name in names:
+        if name.name != "build_state.json":  # holds the output-independent identity only, but check it anyway
+            assert filecmp.cmp(a / name, b / name, shallow=False), name
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_data) -> list[Path]:
+    return sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:30]
+
+
+@pytest.fixture(scope="module")
+def built(corpus, tokenizer_dir, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("data") / "static"
+    build(corpus, tokenizer_dir, out, _config(), read_config=PER_FILE, progress=False)
+    return out
+
+
+def test_two_workers_give_identical_bytes_and_seeds_change_masks(built, corpus, tokenizer_dir, tmp_path):
+    two = tmp_path / "two"
+    manifest = build(corpus, tokenizer_dir, two, _config(), workers=2, read_config=PER_FILE, progress=False)
+    assert manifest["windows"] > 2 and manifest["splits"]["train"]["shards"] > 2
+    _same_tree(built, two)
+    other = tmp_path / "seed"
+    build(corpus, tokenizer_dir, other, _config(seed=7), read_config=PER_FILE, progress=False)
+    a = np.load(built / "train" / "shard_00000" / "masked_positions.npy")
+    b = np.load(other / "train" / "shard_00000" / "masked_positions.npy")
+    assert a.shape == b.shape and (a != b).mean() > 0.5
+
+
+def test_stored_examples_layout_and_masks(built, tokenizer_dir):
+    tok = Tokenizer.load(tokenizer_dir)
+    manifest = read_manifest(built)
+    assert manifest["tokenizer_sha256"] == tok.checksum and manifest["vocab_size"] == tok.vocab_size
+    assert manifest["settings"]["dupe_factor"] == 2 and manifest["settings"]["masking"] == "static"
+    examples = list(read_examples(built, tokenizer=tok))
+    assert len(examples) == manifest["splits"]["train"]["examples"] > 500
+    for ex in examples:
+        ids, types, pos, lab = ex["input_ids"], ex["token_type_ids"], ex["masked_positions"], ex["masked_labels"]
+        original = ids.copy()
+        original[pos] = lab
+        seps = np.flatnonzero(original == tok.sep_id)
+        assert len(ids) <= 128 and original[0] == tok.cls_id and len(seps) == 2 and seps[1] == len(ids) - 1
+        assert (original == tok.cls_id).sum() == 1
+        # Token types: 0 for [CLS] A [SEP], 1 for B [SEP]; exactly.
+        assert (types == (np.arange(len(ids)) > seps[0])).all()
+        assert len(pos) == len(lab) <= 20 and (np.diff(pos) > 0).all()
+        assert not np.isin(pos, [0, seps[0], seps[1]]).any()
+        assert ex["sentence_order_label"] in (0, 1)
+    labels = np.array([ex["sentence_order_label"] for ex in examples])
+    assert 0.5 <= labels.mean() < 0.65  # half swapped, plus one-sentence chunks with a random B
+
+
+def test_manifest_counts_and_eval_split(built):
+    manifest = read_manifest(built)
+    docs = manifest["documents"]
+    assert docs["train"] + docs["eval"] == 30 and docs["eval"] >= 1
+    ev = list(read_examples(built, split="eval"))
+    assert len(ev) == manifest["splits"]["eval"]["examples"] > 0
+    shard_sizes = manifest["splits"]["train"]["shard_examples"]
+    assert all(s == 300 for s in shard_sizes[:-1]) and 0 < shard_sizes[-1] <= 300
+
+
+def test_interrupted_build_resumes_to_identical_bytes(built, corpus, tokenizer_dir, tmp_path, monkeypatch):
+    out = tmp_path / "resumed"
+    real_write = ShardWriter._write
+    calls = {"n": 0}
+
+    def crash_after_two(self, batch):
+        if calls["n"] == 2:
+            raise KeyboardInterrupt("simulated interruption")
+        calls["n"] += 1
+        real_write(self, batch)
+
+    monkeypatch.setattr(ShardWriter, "_write", crash_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        build(corpus, tokenizer_dir, out, _config(), read_config=PER_FILE, progress=False)
+    assert not (out / "manifest.json").exists()
+    monkeypatch.setattr(ShardWriter, "_write", real_write)
+    build(corpus, tokenizer_dir, out, _config(), read_config=PER_FILE, progress=False)
+    _same_tree(built, out)
+    # A finished build is not redone; other settings in the same directory are refused.
+    assert build(corpus, tokenizer_dir, out, _config(), read_config=PER_FILE, progress=False)["windows"] > 0
+    with pytest.raises(ValueError, match="settings"):
+        build(corpus, tokenizer_dir, out, _config(seed=1), read_config=PER_FILE, progress=False)
+
+
+def test_tokenizer_checksum_mismatch_is_refused(built, shared_data, tmp_path):
+    other = train_tokenizer(sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:5], tmp_path / "t",
+                            vocab_size=400)  # fmt: skip
+    with pytest.raises(ValueError, match="sha256"):
+        PretrainingBatches(built, batch_size=4, tokenizer=other)
+    with pytest.raises(ValueError, match="sha256"):
+        next(read_examples(built, tokenizer=tmp_path / "t"))
+
+
+def test_bad_inputs_and_a_corpus_smaller_than_one_batch(tokenizer_dir, tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a.txt").write_text("Only one sentence here.\n\n\n\nAnother lonely sentence.\n\n")
+    (raw / "b.txt").write_text("\n\n   \n")  # empty documents
+    (raw / "c.txt").write_text(" ".join(f"word{i}" for i in range(700)) + "\n\nCall me Ishmael. Some years ago.\n")
+    config = _config(dupe_factor=3, eval_fraction=0.0, masking="dynamic")
+    manifest = build([raw], tokenizer_dir, tmp_path / "out", config, read_config=ReadConfig(), progress=False)
+    assert manifest["documents"]["train"] == 4 and manifest["splits"]["eval"]["examples"] == 0
+    examples = list(read_examples(tmp_path / "out"))
+    assert all(len(ex["input_ids"]) <= 128 for ex in examples)
+    batches = PretrainingBatches(tmp_path / "out", batch_size=64, seed=3)
+    first = next(iter(batches))
+    assert first["input_ids"].shape == (64, 128)  # fewer examples than a batch: the stream wraps epochs
+    with pytest.raises(ValueError, match="no examples"):
+        PretrainingBatches(tmp_path / "out", batch_size=4, split="eval")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "e.txt").write_text("\n\n")
+    with pytest.raises(ValueError, match="empty corpus"):
+        build([empty], tokenizer_dir, tmp_path / "out2", config, progress=False)
+
+
+def test_other_objectives_and_dynamic_layout(corpus, tokenizer_dir, tmp_path):
+    for objective in ("none", "nsp"):
+        out = tmp_path / objective
+        config = _config(objective=objective, masking="dynamic", dupe_factor=1)
+        build(corpus[:8], tokenizer_dir, out, config, read_config=PER_FILE, progress=False)
+        assert json.loads((out / "manifest.json").read_text())["settings"]["dupe_factor"] == 1
+        examples = list(read_examples(out))
+        labels = np.array([ex["sentence_order_label"] for ex in examples])
+        if objective == "none":
+            assert (labels == -100).all()
+            assert all((ex["token_type_ids"] == 0).all() for ex in examples)
+            for ex in examples:
+                original = ex["input_ids"].copy()
+                original[ex["masked_positions"]] = ex["masked_labels"]
+                assert original[0] == 2 and original[-1] == 3 and not np.isin(original[1:-1], [2, 3]).any()
+        else:
+            assert 0.45 < labels.mean() < 0.7
+    shutil.rmtree(tmp_path / "none")

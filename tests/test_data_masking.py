@@ -1,0 +1,113 @@
+"""Whole-word n-gram masking on real text: n-gram shares, 80/10/10, budget, whole words, [CLS]/[SEP] untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from litebert.data.masking import MaskingRules, budgets, mask_batch, mask_sequence
+from litebert.data.pairs import Documents, assemble, create_pairs
+from litebert.text import ReadConfig, read_documents
+from litebert.tokenizer import Tokenizer
+
+
+@pytest.fixture(scope="module")
+def tok(tokenizer_dir) -> Tokenizer:
+    return Tokenizer.load(tokenizer_dir)
+
+
+@pytest.fixture(scope="module")
+def examples(shared_data, tok):
+    """Real SOP examples of 512 (the official length): Moby-Dick plus a few State of the Union addresses."""
+    corpora = shared_data / "corpora"
+    files = sorted((corpora / "moby-dick").glob("chapter_*.txt")) + sorted((corpora / "sotu").glob("*.txt"))[:40]
+    docs = Documents.from_lists(
+        [tok.encode_batch(d) for d in read_documents(files, config=ReadConfig(documents="file"))]
+    )
+    pairs = create_pairs(docs, np.random.default_rng(0), max_seq_length=512, short_seq_prob=0.1, objective="sop")
+    return assemble(docs.tokens, pairs, tok.cls_id, tok.sep_id)[:2]
+
+
+def _mask(ids, offsets, tok, rng, **kw):
+    rules = MaskingRules(
+        masked_lm_prob=kw.get("prob", 0.15),
+        max_predictions=kw.get("max_predictions", 20),
+        max_ngram=kw.get("max_ngram", 3),
+        vocab_size=tok.vocab_size,
+        mask_id=tok.mask_id,
+    )
+    special = (ids == tok.cls_id) | (ids == tok.sep_id)
+    return mask_batch(ids, offsets, tok.word_start_mask[ids], special, rules, rng), rules
+
+
+def test_ngram_shares_when_the_budget_does_not_bind(examples, tok):
+    ids, offsets = examples
+    rng = np.random.default_rng(1)
+    unforced = sum(_mask(ids, offsets, tok, rng)[0].unforced.sum(0) for _ in range(6))
+    shares = unforced / unforced.sum()
+    assert unforced.sum() > 20_000  # sampling error ~0.35 points, well inside the 1.5-point tolerance
+    np.testing.assert_allclose(shares, [6 / 11, 3 / 11, 2 / 11], atol=0.015)
+
+
+def test_80_10_10_budget_and_whole_words(examples, tok):
+    ids, offsets = examples
+    m, rules = _mask(ids, offsets, tok, np.random.default_rng(2))
+    real = m.labels != -100
+    flat_pos = (m.positions + offsets[:-1, None])[real]
+    shown, label = m.input_ids[flat_pos], m.labels[real]
+    assert len(label) > 25_000  # sampling error of the 80% share ~0.24 points
+    assert (ids[flat_pos] == label).all()  # labels are the original tokens
+    mask_share = (shown == tok.mask_id).mean()
+    keep_share = (shown == label).mean()
+    assert abs(mask_share - 0.8) < 0.015 and abs(keep_share - 0.1) < 0.015
+    assert abs(1 - mask_share - keep_share - 0.1) < 0.015
+    # Unmasked positions are untouched; [CLS]/[SEP] are never masked.
+    untouched = np.ones(len(ids), dtype=bool)
+    untouched[flat_pos] = False
+    assert (m.input_ids[untouched] == ids[untouched]).all()
+    assert not np.isin(label, [tok.cls_id, tok.sep_id]).any()
+    # Budget: at most min(20, max(1, round(0.15 * len))), and all of it almost always.
+    n_masked = real.sum(1)
+    budget = budgets(np.diff(offsets), rules)
+    assert (n_masked <= budget).all() and (n_masked == budget).mean() > 0.97
+    # Whole words: a masked continuation piece has its predecessor masked, and a masked piece followed by a
+    # continuation piece has that one masked too.
+    masked = ~untouched
+    special = np.isin(ids, [tok.cls_id, tok.sep_id])
+    cont = ~tok.word_start_mask[ids] & ~special
+    cont[1:] &= ~special[:-1]  # the first piece after [CLS]/[SEP] starts a word
+    assert masked[np.flatnonzero(masked & cont) - 1].all()
+    nxt = np.flatnonzero(masked[:-1] & cont[1:])
+    assert masked[nxt + 1].all()
+
+
+def test_masked_fraction_and_options(examples, tok):
+    ids, offsets = examples
+    short_ids, short_off = ids[: offsets[200]], offsets[:201]
+    m, _ = _mask(short_ids, short_off, tok, np.random.default_rng(3), max_predictions=512)
+    # Without the max_predictions cap the budget is round(15%) of each sequence.
+    frac = (m.labels != -100).sum() / np.diff(short_off).sum()
+    assert abs(frac - 0.15) < 0.005
+    unigram, _ = _mask(short_ids, short_off, tok, np.random.default_rng(3), max_ngram=1)
+    assert unigram.ngrams[:, 0].sum() > 0 and unigram.ngrams.shape[1] == 1
+    none, _ = _mask(short_ids, short_off, tok, np.random.default_rng(3), prob=0.0)
+    assert (none.labels == -100).all() and (none.input_ids == short_ids).all()  # official: prob 0 -> nothing
+
+
+def test_seeded_and_pure(examples, tok):
+    ids, offsets = examples
+    sub, off = ids[: offsets[50]], offsets[:51]
+    a, _ = _mask(sub, off, tok, np.random.default_rng(7))
+    b, _ = _mask(sub, off, tok, np.random.default_rng(7))
+    c, _ = _mask(sub, off, tok, np.random.default_rng(8))
+    assert (a.positions == b.positions).all() and (a.input_ids == b.input_ids).all()
+    assert not (a.positions == c.positions).all()
+    assert (sub == ids[: offsets[50]]).all()  # the input is not modified
+    one = mask_sequence(
+        sub[: off[1]],
+        tok.word_start_mask[sub[: off[1]]],
+        np.isin(sub[: off[1]], [tok.cls_id, tok.sep_id]),
+        MaskingRules(masked_lm_prob=0.15, max_predictions=20, max_ngram=3, vocab_size=tok.vocab_size, mask_id=4),
+        np.random.default_rng(9),
+    )
+    assert one.positions.shape == (1, 20) and (one.labels != -100).sum() == min(20, round(0.15 * off[1]))

@@ -1,0 +1,41 @@
+"""`litebert data build` / `litebert data stats` through the CLI, and the numbers data_stats reports."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from litebert.cli import main
+from litebert.data import data_stats, read_examples, read_manifest
+
+
+def test_cli_build_and_stats(shared_data, tokenizer_dir, tmp_path, capsys):
+    files = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:20]
+    out = tmp_path / "data"
+    argv = ["data", "build", *map(str, files), "--tokenizer", str(tokenizer_dir), "--out", str(out),
+            "--max-seq-length", "128", "--dupe-factor", "3", "--seed", "11", "--workers", "1", "--doc-per-file",
+            "--no-progress", "--examples-per-shard", "500"]  # fmt: skip
+    assert main(argv) == 0
+    assert "train" in capsys.readouterr().out
+    manifest = read_manifest(out)
+    assert manifest["settings"]["seed"] == 11 and manifest["settings"]["dupe_factor"] == 3
+    assert main(["data", "stats", str(out)]) == 0
+    text = capsys.readouterr().out
+    for needle in ("length histogram", "full length", "label 1", "masked:", "n-gram spans", "replacement"):
+        assert needle in text
+    stats = data_stats(out)
+    examples = list(read_examples(out))
+    assert stats.examples == len(examples) == stats.sampled
+    labels = np.array([x["sentence_order_label"] for x in examples])
+    assert stats.share_label_1 == labels.mean()
+    assert abs(stats.replacement["mask"] - 0.8) < 0.02 and abs(stats.replacement["keep"] - 0.1) < 0.02
+    assert abs(sum(stats.ngram_shares) - 1) < 1e-9 and stats.ngram_shares[0] > stats.ngram_shares[1]
+    assert 0.12 < stats.masked_fraction < 0.17  # round(15%) of 128 is 19 < 20, so the budget is ~15%
+    assert sum(c for _, _, c in stats.length_histogram) == stats.sampled
+    # Dynamic data: statistics come from sampled masks.
+    dyn = tmp_path / "dyn"
+    assert main([*argv[: argv.index("--out") + 1], str(dyn), "--masking", "dynamic", "--no-progress"]) == 0
+    dstats = data_stats(dyn)
+    assert abs(dstats.replacement["mask"] - 0.8) < 0.03 and dstats.predictions_per_example > 10
+    # A user error is a message, not a traceback.
+    assert main(["data", "stats", str(tmp_path / "missing")]) == 2
+    assert "no manifest" in capsys.readouterr().err
