@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from pathlib import Path
 
 import torch
@@ -20,21 +19,7 @@ from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers,
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers.models import Unigram
 
-from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, combining_marks, write_settings
-
-
-def _char_class(codepoints: Iterable[int]) -> str:
-    """An Oniguruma character class matching exactly the given code points (as ranges)."""
-    cps = sorted(codepoints)
-    ranges, start, prev = [], cps[0], cps[0]
-    for cp in [*cps[1:], None]:
-        if cp is not None and cp == prev + 1:
-            prev = cp
-            continue
-        ranges.append(f"\\x{{{start:X}}}" + (f"-\\x{{{prev:X}}}" if prev > start else ""))
-        if cp is not None:
-            start = prev = cp
-    return "[" + "".join(ranges) + "]"
+from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, char_class, combining_marks, write_settings
 
 
 def hf_normalizer(tok: Tokenizer) -> normalizers.Normalizer:
@@ -43,12 +28,12 @@ def hf_normalizer(tok: Tokenizer) -> normalizers.Normalizer:
     if tok.normalizer.strip_accents:
         # Python's unicodedata.combining (what preprocess_text drops) as an explicit class; tokenizers'
         # StripAccents uses the Mark categories instead, which differ (e.g. spacing marks of Indic scripts).
-        strip = normalizers.Replace(Regex(_char_class(combining_marks())), "")
+        strip = normalizers.Replace(Regex(char_class(combining_marks(), oniguruma=True)), "")
         steps += [normalizers.NFKD(), strip, normalizers.NFC()]
     if tok.normalizer.do_lower_case:
         steps.append(normalizers.Lowercase())
     spaces = [cp for cp in range(0x3000 + 1) if chr(cp).isspace()]  # str.split()'s whitespace
-    steps += [normalizers.Replace(Regex(_char_class(spaces) + "+"), " "), normalizers.Strip()]
+    steps += [normalizers.Replace(Regex(char_class(spaces, oniguruma=True) + "+"), " "), normalizers.Strip()]
     return normalizers.Sequence(steps)
 
 
