@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -173,3 +174,32 @@ def test_transformers_albert_dir_as_init(tokenizer_dir, tmp_path, monkeypatch):
     result = finetune(_cfg(tmp_path / "hf", tmp_path / "run", task="classification", train=data, dev=data,
                            max_steps=2, eval_every=1, max_seq_length=32))  # fmt: skip
     assert result.best_step in (1, 2) and litebert.load(tmp_path / "run" / "best").config.hidden_size == 32
+
+
+def test_similarity_bi_encoder_learns_scored_pairs(model_dir, tmp_path):
+    data = str(FIXTURES / "sts.tsv")
+    result = finetune(_cfg(model_dir, tmp_path, task="similarity", train=data, dev=data, max_steps=40, eval_every=20,
+                           batch_size=6, max_seq_length=32))  # fmt: skip
+    assert result.best_value >= 0.9  # Spearman of cos(u, v) with the six gold scores after fitting them
+
+
+def test_embed_cli_rows_follow_lines_and_long_texts_use_windows(model_dir, tmp_path, capsys):
+    from litebert.embed import embed_texts, load_encoder
+
+    long = " ".join(["whale ship sea captain"] * 60)  # far more pieces than max_position = 128
+    (tmp_path / "in.txt").write_text(f"Call me Ishmael.\n\n{long}\n")
+    assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "x.npy")]) == 0
+    assert json.loads(capsys.readouterr().out) == {"shape": [3, 64], "windowed": 1, "out": str(tmp_path / "x.npy")}
+    x = np.load(tmp_path / "x.npy")
+    backbone, tok = load_encoder(model_dir)
+    alone = embed_texts(backbone, tok, ["Call me Ishmael."]).vectors[0]
+    np.testing.assert_allclose(x[0], alone, atol=1e-5)  # batching and padding do not change a row
+    # the long text is the token-weighted mean of its windows, each [CLS] <= 126 pieces [SEP]
+    ids = tok.encode(long)
+    vecs, weights = [], []
+    with torch.no_grad():
+        for k in range(0, len(ids), 126):
+            seq = torch.tensor([[tok.cls_id, *ids[k : k + 126], tok.sep_id]])
+            vecs.append(backbone(seq)[0][0].mean(0).numpy())
+            weights.append(seq.shape[1])
+    np.testing.assert_allclose(x[2], np.average(vecs, axis=0, weights=weights), atol=1e-5)

@@ -1,0 +1,142 @@
+"""Real-data fine-tuning figures: Rotten Tomatoes fresh vs rotten (pretrained vs random init, test accuracy)
+and Lee document similarity (Spearman of litebert embeddings beside bag-of-words cosine baselines).
+
+    python benchmarks/finetune_results.py --pretrained RUN_DIR/model --out /tmp/ft_bench
+
+Rotten Tomatoes (../shared/data/labeled/rotten_tomatoes.csv.bz2): `plot` rows (synopses) are dropped, the
+reviews are split 80/10/10 into train/dev/test with a seeded permutation; both models fine-tune with the same
+recipe, the best dev checkpoint (evaluated every --eval-every steps) is scored once on test. The random-init
+model is the pretrained model's architecture and tokenizer with fresh weights (FinetuneConfig.random_init).
+Lee (lee_documents.cor + lee_similarities.txt): Spearman over the 1,225 document pairs between human scores
+and the cosine of mean-pooled embeddings (documents longer than the model's window are embedded as windows),
+beside bag-of-words cosine with raw term counts and with tf-idf weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import litebert
+from litebert.embed import cosine_matrix, embed_texts
+from litebert.finetune import FinetuneConfig, evaluate, finetune, load_tokenizer
+from litebert.tasks.classification import read_labeled_table
+from litebert.tasks.metrics import spearman
+from litebert.tasks.similarity import read_lee
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "labeled"
+
+
+def split_rotten_tomatoes(out: Path, seed: int) -> dict[str, int]:
+    """Write train/dev/test CSVs (text,label) of the fresh/rotten reviews; returns the counts."""
+    rows = read_labeled_table(DATA / "rotten_tomatoes.csv.bz2", ("text",), "category")
+    reviews = [r for r in rows if r.label in ("fresh", "rotten")]
+    order = np.random.default_rng(seed).permutation(len(reviews))
+    n_dev = n_test = len(reviews) // 10
+    parts = {"test": order[:n_test], "dev": order[n_test : n_test + n_dev], "train": order[n_test + n_dev :]}
+    out.mkdir(parents=True, exist_ok=True)
+    for name, idx in parts.items():
+        with open(out / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["text", "label"])
+            w.writerows([reviews[i].texts[0], reviews[i].label] for i in idx)
+    return {"plot_rows_dropped": len(rows) - len(reviews), **{k: len(v) for k, v in parts.items()}}
+
+
+def rotten_tomatoes(args: argparse.Namespace) -> dict:
+    split_dir = Path(args.out) / "rt_split"
+    counts = split_rotten_tomatoes(split_dir, args.seed)
+    out = {"split": counts}
+    for name, random_init in (("pretrained", False), ("random_init", True)):
+        cfg = FinetuneConfig(
+            task="classification", train=str(split_dir / "train.csv"), dev=str(split_dir / "dev.csv"),
+            init=args.pretrained, out=str(Path(args.out) / f"rt_{name}"), random_init=random_init,
+            text_columns=("text",), label_column="label", max_steps=args.max_steps, eval_every=args.eval_every,
+            lr=args.lr, batch_size=32, max_seq_length=args.max_seq_length, warmup=0.1, seed=args.seed,
+        )  # fmt: skip
+        start = time.perf_counter()
+        result = finetune(cfg)
+        test = evaluate(result.best_dir, split_dir / "test.csv")
+        out[name] = {
+            "dev_accuracy": result.best_value, "best_step": result.best_step, "test_accuracy": test["accuracy"],
+            "test_f1_macro": test["f1_macro"], "seconds": round(time.perf_counter() - start, 1),
+        }  # fmt: skip
+        print(name, json.dumps(out[name]), flush=True)
+    majority = max(counts_by_label(split_dir / "test.csv").values()) / counts["test"]
+    out["test_majority_baseline"] = majority
+    return out
+
+
+def counts_by_label(path: Path) -> Counter:
+    with open(path, newline="", encoding="utf-8") as f:
+        return Counter(row["label"] for row in csv.DictReader(f))
+
+
+def bow_cosines(docs: list[str], tfidf: bool) -> np.ndarray:
+    vocab: dict[str, int] = {}
+    tokens = [re.findall(r"[a-z0-9]+", d.lower()) for d in docs]
+    for toks in tokens:
+        for t in toks:
+            vocab.setdefault(t, len(vocab))
+    m = np.zeros((len(docs), len(vocab)))
+    for i, toks in enumerate(tokens):
+        for t, c in Counter(toks).items():
+            m[i, vocab[t]] = c
+    if tfidf:
+        df = (m > 0).sum(0)
+        m = m * np.log(len(docs) / df)
+    return cosine_matrix(m)
+
+
+def lee(args: argparse.Namespace) -> dict:
+    docs, pairs = read_lee(DATA / "lee_documents.cor", DATA / "lee_similarities.txt")
+    gold = np.array([s for _, _, s in pairs])
+    i, j = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    out = {"pairs": len(pairs)}
+    for name, tfidf in (("bow_counts", False), ("bow_tfidf", True)):
+        out[name] = spearman(bow_cosines(docs, tfidf)[i, j], gold)
+    tok = load_tokenizer(args.pretrained)
+    model = litebert.load(args.pretrained)
+    torch.manual_seed(args.seed)
+    random_model = litebert.AlbertForPretraining(model.config)
+    for name, m in (("litebert_pretrained", model), ("litebert_random_init", random_model)):
+        emb = embed_texts(m.albert, tok, docs, max_seq_length=args.max_seq_length)
+        out[name] = spearman(cosine_matrix(emb.vectors)[i, j], gold)
+        out["documents_windowed"] = emb.windowed
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pretrained", required=True, help="model dir written by `litebert pretrain` (RUN_DIR/model)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-steps", type=int, default=1000)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--max-seq-length", type=int, default=128)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--only", choices=("rt", "lee"))
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    results = {"config": vars(args), "pretrained_config": litebert.weights.load_config(args.pretrained).to_dict()}
+    if args.only != "rt":
+        results["lee"] = lee(args)
+        print("lee", json.dumps(results["lee"]), flush=True)
+    if args.only != "lee":
+        results["rotten_tomatoes"] = rotten_tomatoes(args)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "finetune_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
