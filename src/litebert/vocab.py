@@ -19,7 +19,8 @@ from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers,
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers.models import Unigram
 
-from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, char_class, combining_marks, write_settings
+from litebert.normalize import char_class, combining_marks
+from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
 
 
 def hf_normalizer(tok: Tokenizer) -> normalizers.Normalizer:
