@@ -123,6 +123,37 @@ def test_other_tasks_run(model_dir, tmp_path, task, train, metric, extra):
     assert result.best_metric == metric and (tmp_path / "best" / "head.safetensors").is_file()
     ft = load_finetuned(tmp_path / "best")
     assert ft.task.name == task and ft.config.max_steps == 4
+    assert len(predict(tmp_path / "best", path)) == len(
+        ft.task.load(path, ft.tokenizer, ft.config, ft.state, mode="predict").examples
+    )
+
+
+def test_predict_on_unlabelled_conll_and_race(model_dir, tmp_path):
+    conll = str(FIXTURES / "conll2003.txt")
+    finetune(_cfg(model_dir, tmp_path, task="token-classification", train=conll, dev=conll, max_steps=2, eval_every=2))
+    words = tmp_path / "words.txt"
+    words.write_text("Anna\nvisited\nLeeds\n\nHello\n")
+    preds = predict(tmp_path / "best", words)
+    assert [p["words"] for p in preds] == [["Anna", "visited", "Leeds"], ["Hello"]] and len(preds[0]["tags"]) == 3
+    race = json.loads((FIXTURES / "race.json").read_text())[0]
+    del race["answers"]
+    (tmp_path / "q.json").write_text(json.dumps(race))
+    data = str(FIXTURES / "race.json")
+    finetune(
+        _cfg(
+            model_dir,
+            tmp_path / "mc",
+            task="multiple-choice",
+            train=data,
+            dev=data,
+            max_steps=1,
+            max_seq_length=96,
+            max_qa_length=32,
+        )
+    )
+    assert [p["id"] for p in predict(tmp_path / "mc" / "best", tmp_path / "q.json")] == [
+        f"middle101.txt-{k}" for k in range(4)
+    ]
 
 
 def test_bad_input_messages(model_dir, tmp_path, capsys):
