@@ -68,11 +68,11 @@ def answer_token_span(ex: SquadExample, offsets: list[tuple[int, int]], report: 
     """Context-token (start, end) of the first answer, or None when the text is not at its offset."""
     text, start = ex.answers[0]
     end = start + len(text)
-    if ex.context[start:end] != text or not text.strip():
+    tok_start = next((i for i, (_, e) in enumerate(offsets) if e > start), None)
+    tok_end = max((i for i, (s, _) in enumerate(offsets) if s < end), default=None)
+    if ex.context[start:end] != text or not text.strip() or tok_start is None or tok_end is None:
         report.add("answer span not in its context (example not used for training)", ex.qid)
         return None
-    tok_start = next(i for i, (_, e) in enumerate(offsets) if e > start)
-    tok_end = max(i for i, (s, _) in enumerate(offsets) if s < end)
     return tok_start, tok_end
 
 
