@@ -172,3 +172,24 @@ def test_similarity_features_are_two_single_sentences():
     f = data.features[1]
     assert float(f["labels"]) == pytest.approx(3.8 / 5) and f["b_input_ids"][0] == tok.cls_id
     assert set(task.pad_values(tok)) >= {"input_ids", "b_input_ids", "attention_mask", "b_attention_mask"}
+
+
+def test_squad_answers_map_back_exactly_with_the_real_tokenizer(tokenizer_dir):
+    from litebert.tasks.squad import read_squad
+    from litebert.tokenizer import Tokenizer
+
+    tok, report = Tokenizer.load(tokenizer_dir), Report("mem")
+    for name in ("squad_v1.json", "squad_v2.json"):
+        examples, _ = read_squad(FIXTURES / name)
+        feats, meta, used = featurize(examples, tok, cfg(max_seq_length=384, doc_stride=128, max_query_length=64),
+                                      report, training=True)  # fmt: skip
+        assert used == len(examples) and not report.counts  # one window each, every answer found
+        for f, m in zip(feats, meta, strict=True):
+            ex = examples[m["example"]]
+            a, b = int(f["start_positions"]), int(f["end_positions"])
+            if ex.is_impossible:
+                assert a == b == 0
+                continue
+            off = m["offsets"]
+            s, e = off[m["start"] + a - m["first"]][0], off[m["start"] + b - m["first"]][1]
+            assert ex.context[s:e] == ex.answers[0][0]  # e.g. "24–10", "Denver Broncos"
