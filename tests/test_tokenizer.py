@@ -88,6 +88,10 @@ def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_d
         assert ours.input_ids == theirs["input_ids"]
         assert ours.token_type_ids == theirs["token_type_ids"]
     assert hf.decode(tok.encode("Call me Ishmael.")) == "call me ishmael."
+    # Special token strings in the text (fill-mask input) map to their ids in both.
+    masked = ["Call me [MASK].", "the [MASK]whale<pad><pad>", "[CLS] a [SEP] b [SEP]", "<unk>[MASK]", "x [mask]"]
+    assert tok.encode_batch(masked) == hf(masked, add_special_tokens=False)["input_ids"]
+    assert tok.encode("Call me [MASK]") == [*tok.encode("Call me"), tok.mask_id]
 
 
 def test_korean_is_not_lost(tok, corpus_lines):

@@ -31,6 +31,7 @@ MODEL_FILE = "spiece.model"
 SETTINGS_FILE = "litebert_tokenizer.json"
 SPECIAL_TOKENS = {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
 _DIGIT_COMMA = re.compile(r"\d,$")
+_SPECIAL_RE = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS.values()))
 
 
 @dataclass(kw_only=True)
@@ -135,7 +136,12 @@ class Tokenizer:
     def encode_batch(self, texts: Sequence[str], num_threads: int = 1) -> list[list[int]]:
         norm = self.normalizer
         out = self.sp.encode([norm(t) for t in texts], out_type=int, num_threads=num_threads)
-        return [self._split_digit_comma(ids) for ids in out] if self._digit_comma else out
+        if self._digit_comma:
+            out = [self._split_digit_comma(ids) for ids in out]
+        for k, text in enumerate(texts):
+            if ("[" in text or "<" in text) and _SPECIAL_RE.search(text):
+                out[k] = self.encode_with_offsets(text)[0]
+        return out
 
     def encode_pair(self, a: str | list[int], b: str | list[int] | None = None, max_len: int = 512) -> Encoding:
         """[CLS] A [SEP] B [SEP], truncating the longer side one piece at a time from its end as
@@ -159,7 +165,27 @@ class Tokenizer:
 
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids and, per piece, (start, end) character offsets into the ORIGINAL text (the piece's leading
-        "▁" excluded), for span prediction (SQuAD)."""
+        "▁" excluded), for span prediction (SQuAD).
+
+        The special token strings ("[MASK]", "<pad>", ...) written in the text map to their ids and the text
+        between them is encoded on its own, as transformers does with special added tokens (fill-mask input).
+        """
+        ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        pos = 0
+        for m in [*_SPECIAL_RE.finditer(text), None]:
+            end = m.start() if m else len(text)
+            if text[pos:end].strip():
+                seg_ids, seg_offsets = self._offsets(text[pos:end])
+                ids += seg_ids
+                offsets += [(s + pos, e + pos) for s, e in seg_offsets]
+            if m:
+                ids.append(self.sp.piece_to_id(m.group()))
+                offsets.append(m.span())
+                pos = m.end()
+        return ids, offsets
+
+    def _offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         norm, spans = normalize_aligned(text, self.normalizer)
         enc = self.sp.encode_as_offset_mapping(norm)  # character offsets into `norm`
         ids, offsets = list(enc["ids"]), []
