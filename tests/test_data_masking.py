@@ -111,3 +111,28 @@ def test_seeded_and_pure(examples, tok):
         np.random.default_rng(9),
     )
     assert one.positions.shape == (1, 20) and (one.labels != -100).sum() == min(20, round(0.15 * off[1]))
+
+
+def test_static_masks_in_chunks_are_consistent(examples, tok, monkeypatch):
+    from litebert.data import examples as ex_mod
+    from litebert.data.config import DataConfig
+    from litebert.data.examples import Vocab, make_examples
+
+    ids, offsets = examples
+    docs = Documents(tokens=ids[: offsets[30]].copy(), sent_offsets=offsets[:31], doc_offsets=np.arange(31))
+    vocab = Vocab.from_tokenizer(tok)
+    monkeypatch.setattr(ex_mod, "MASK_CHUNK", 7)  # several chunks, one generator
+
+    def run(masking):
+        cfg = DataConfig(max_seq_length=128, masking=masking, dupe_factor=2)
+        rngs = dict(pair_rng=np.random.default_rng(0), mask_rng=np.random.default_rng(1))
+        return make_examples(docs, cfg, vocab, passes=2, **rngs)
+
+    static, plain = run("static"), run("dynamic")
+    assert len(static) == len(plain) > 14 and (static.offsets == plain.offsets).all()
+    for k in range(len(static)):
+        real = static.masked_labels[k] != -100
+        pos = static.masked_positions[k][real] + static.offsets[k]
+        assert real.sum() >= 1 and (plain.input_ids[pos] == static.masked_labels[k][real]).all()
+        untouched = np.setdiff1d(np.arange(static.offsets[k], static.offsets[k + 1]), pos)
+        assert (static.input_ids[untouched] == plain.input_ids[untouched]).all()

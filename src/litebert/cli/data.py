@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--max-ngram", type=int, default=3)
     build.add_argument("--eval-fraction", type=float, default=0.02, help="share of documents held out")
     build.add_argument("--examples-per-shard", type=int, default=16384)
-    build.add_argument("--window-chars", type=int, default=4_000_000, help="shuffle window / unit of work")
+    build.add_argument("--window-chars", type=int, default=1_000_000, help="shuffle window / unit of work")
     build.add_argument("--no-progress", action="store_true")
     _read_options(build)
     build.set_defaults(func=_build)

@@ -256,54 +256,60 @@ def build(
     # Documents go to the workers unsplit: sentence splitting is pure Python and must run in parallel.
     docs = read_documents(corpus, config=ReadConfig(**{**asdict(read), "split": False}))
     init = (str(tokenizer_dir), config, read)
-    counts: list[dict] = []
-    start = time.perf_counter()
-    bar = tqdm(desc="data build", unit="doc", disable=not progress, dynamic_ncols=True)
     with open(out / WINDOWS, "a") as log:
-        for k, result in _results(_windows(docs, config.window_chars), skip, workers, init):
-            if result is None:
-                counts.append(known[k])
-            else:
-                _write(result, writers, known, counts, done, log)
-            bar.update(counts[-1]["documents"])
-            tokens = sum(c["tokens"] for c in counts)
-            bar.set_postfix_str(f"{tokens / max(time.perf_counter() - start, 1e-9):,.0f} tokens/s")
-    bar.close()
+        results = _results(_windows(docs, config.window_chars), skip, workers, init)
+        totals = _consume(results, writers, known, done, log, progress)
     for w in writers.values():
         w.close()
     np.save(out / WORD_START, vocab.word_start)
-    manifest = _manifest(identity, vocab, token_dtype, out, counts)
+    manifest = _manifest(identity, vocab, token_dtype, out, totals)
     write_json(out / MANIFEST, manifest)
     return manifest
 
 
-def _write(result: WindowResult, writers: dict, known: list[dict], counts: list[dict], done: dict, log) -> None:
-    k = result.index
-    if k >= len(known):
+def _consume(results: Iterator, writers: dict, known: list[dict], done: dict, log, progress: bool) -> dict:
+    """Feed window results to the writers in order; return running totals (flat in memory and time)."""
+    totals = dict.fromkeys((*_TOTALS, "windows"), 0)
+    start = time.perf_counter()
+    with tqdm(desc="data build", unit="doc", disable=not progress, dynamic_ncols=True) as bar:
+        for k, result in results:
+            counts = known[k] if result is None else result.counts
+            if result is not None:
+                _write(result, writers, len(known), totals, done, log)
+            for key in _TOTALS:
+                totals[key] += counts[key]
+            totals["windows"] += 1
+            bar.update(counts["documents"])
+            bar.set_postfix_str(f"{totals['tokens'] / max(time.perf_counter() - start, 1e-9):,.0f} tokens/s")
+    return totals
+
+
+_TOTALS = ("documents", "eval_documents", "sentences", "tokens", "train", "eval")
+
+
+def _write(result: WindowResult, writers: dict, n_known: int, totals: dict, done: dict, log) -> None:
+    if result.index >= n_known:
         log.write(json.dumps(result.counts, sort_keys=True) + "\n")
         log.flush()
     for split in SPLITS:
         batch: ExampleBatch = getattr(result, split)
-        before = sum(c[split] for c in counts)
-        drop = min(max(0, done[split] - before), len(batch))  # already in finished shards (resume)
+        drop = min(max(0, done[split] - totals[split]), len(batch))  # already in finished shards (resume)
         writers[split].add(batch.slice(drop, len(batch)))
-    counts.append(result.counts)
 
 
-def _manifest(identity: dict, vocab: Vocab, token_dtype: np.dtype, out: Path, counts: list[dict]) -> dict:
+def _manifest(identity: dict, vocab: Vocab, token_dtype: np.dtype, out: Path, totals: dict) -> dict:
     splits = {}
     for split in SPLITS:
         n = finished_shards(out / split)
         sizes = [len(np.load(out / split / shard_name(s) / "a_len.npy", mmap_mode="r")) for s in range(n)]
         splits[split] = {"examples": sum(sizes), "shards": n, "shard_examples": sizes}
-    total = lambda key: int(sum(c[key] for c in counts))
     return {
         **identity,
         "special_ids": {"cls": vocab.cls_id, "sep": vocab.sep_id, "mask": vocab.mask_id, "pad": vocab.pad_id},
         "token_dtype": token_dtype.name,
-        "windows": len(counts),
-        "documents": {"train": total("documents") - total("eval_documents"), "eval": total("eval_documents")},
-        "sentences": total("sentences"),
-        "tokens": total("tokens"),
+        "windows": totals["windows"],
+        "documents": {"train": totals["documents"] - totals["eval_documents"], "eval": totals["eval_documents"]},
+        "sentences": totals["sentences"],
+        "tokens": totals["tokens"],
         "splits": splits,
     }
