@@ -175,10 +175,17 @@ def test_train_cli_and_errors(tmp_path, shared_data, capsys):
     assert "vocab 600" in capsys.readouterr().out
     cased = Tokenizer.load(out)
     assert cased.normalizer.do_lower_case is False and cased.vocab_size == 600
+    # Seeded: the same corpus and settings give the same model; a small input_sentence_size samples sentences.
+    again = train_tokenizer([ko], tmp_path / "again", config=TrainConfig(vocab_size=600, do_lower_case=False))
+    assert again.checksum == cased.checksum
+    sampled = train_tokenizer([ko], tmp_path / "sampled", config=TrainConfig(vocab_size=500, input_sentence_size=150))
+    assert sampled.vocab_size == 500 and sampled.checksum != again.checksum
     assert main(["tokenizer", "train", str(ko), "--vocab-size", "90000", "--out", str(out)]) == 2
     assert "Vocabulary size too high" in capsys.readouterr().err
     with pytest.raises(ValueError, match="TrainConfig.character_coverage"):
         TrainConfig(character_coverage=0.5)
+    with pytest.raises(ValueError, match="TrainConfig.input_sentence_size"):
+        TrainConfig(input_sentence_size=10)
     with pytest.raises(FileNotFoundError, match="nothing-here"):
         train_tokenizer([tmp_path / "nothing-here"], out)
     with pytest.raises(FileNotFoundError, match="spiece.model"):
@@ -200,6 +207,8 @@ def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_pat
     hf = transformers.AutoTokenizer.from_pretrained(tmp_path / "tok2")
     sample = corpus_lines["moby"][:400] + ["The harpooneer and the Leviathanic 헌법재판소."]
     assert hf(sample, add_special_tokens=False)["input_ids"] == new.encode_batch(sample)
+    assert main(["tokenizer", "add-words", str(tokenizer_dir), str(words), "--out", str(tmp_path / "cli")]) == 0
+    assert Tokenizer.load(tmp_path / "cli").checksum == new.checksum
     bad = tmp_path / "bad.txt"
     bad.write_text("fine\ntwo words\n")
     with pytest.raises(ValueError, match=r"bad.txt:2"):

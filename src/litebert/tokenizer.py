@@ -53,7 +53,9 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.vocab_size must be >= {len(SPECIAL_TOKENS) + 10}, got {self.vocab_size}")
         if not 0.9 <= self.character_coverage <= 1.0:
             raise ValueError(f"TrainConfig.character_coverage must be in [0.9, 1], got {self.character_coverage}")
-        for name in ("input_sentence_size", "max_sentence_length", "num_threads"):
+        if self.input_sentence_size <= 100:  # sentencepiece refuses smaller samples
+            raise ValueError(f"TrainConfig.input_sentence_size must be > 100, got {self.input_sentence_size}")
+        for name in ("max_sentence_length", "num_threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
 
@@ -297,7 +299,10 @@ def train_tokenizer(
                 minloglevel=1 if progress else 2,
             )
         except RuntimeError as exc:  # e.g. "Vocabulary size is too high": say which corpus and setting
-            raise ValueError(f"sentencepiece training on {report.sentences:,} sentences failed: {exc}") from exc
+            msg = (
+                f"sentencepiece training failed ({report.sentences:,} sentences read from {len(inputs)} inputs): {exc}"
+            )
+            raise ValueError(msg) from exc
     proto = _finalize_model(model.getvalue())
     (out / MODEL_FILE).write_bytes(proto)
     settings = {"do_lower_case": cfg.do_lower_case, "strip_accents": cfg.strip_accents}
