@@ -179,7 +179,8 @@ def test_train_cli_and_errors(tmp_path, shared_data, capsys):
     again = train_tokenizer([ko], tmp_path / "again", config=TrainConfig(vocab_size=600, do_lower_case=False))
     assert again.checksum == cased.checksum
     sampled = train_tokenizer([ko], tmp_path / "sampled", config=TrainConfig(vocab_size=500, input_sentence_size=150))
-    assert sampled.vocab_size == 500 and sampled.checksum != again.checksum
+    full = train_tokenizer([ko], tmp_path / "full", config=TrainConfig(vocab_size=500))
+    assert sampled.vocab_size == 500 and sampled.checksum != full.checksum
     assert main(["tokenizer", "train", str(ko), "--vocab-size", "90000", "--out", str(out)]) == 2
     assert "Vocabulary size too high" in capsys.readouterr().err
     with pytest.raises(ValueError, match="TrainConfig.character_coverage"):
