@@ -93,5 +93,12 @@ def test_eval_is_one_finite_pass(dynamic):
     batches = list(PretrainingBatches(dynamic, batch_size=7, split="eval"))
     assert n > 0 and sum(len(b["input_ids"]) for b in batches) == n
     assert len(batches) == len(PretrainingBatches(dynamic, batch_size=7, split="eval"))
+    # Masks drawn for a whole batch equal those drawn one example at a time (per-example generators).
+    singles = list(read_examples(dynamic, split="eval"))
+    flat = [row for b in batches for row in zip(b["masked_positions"], b["masked_labels"], b["input_ids"], strict=True)]
+    for ex, (pos, lab, ids) in zip(singles, flat, strict=True):
+        m = len(ex["masked_positions"])
+        assert m > 0 and (pos[:m].numpy() == ex["masked_positions"]).all() and (lab[m:] == -100).all()
+        assert (ids[: len(ex["input_ids"])].numpy() == ex["input_ids"]).all()
     again = list(PretrainingBatches(dynamic, batch_size=7, split="eval"))
     assert all(torch.equal(x["masked_positions"], y["masked_positions"]) for x, y in zip(batches, again, strict=True))

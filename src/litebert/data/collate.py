@@ -60,28 +60,42 @@ class _Reader:
 
     def example(self, index: int, epoch: int = 0) -> dict[str, np.ndarray]:
         """Example ``index`` with its masks (dynamic ones for ``epoch``); mask arrays hold only real slots."""
-        ex = self.shards.example(index)
-        ids, a_len = ex["input_ids"], int(ex["a_len"])
-        if self.static:
-            n = int((ex["masked_labels"] != -100).sum())
-            positions, labels = ex["masked_positions"][:n].astype(np.int64), ex["masked_labels"][:n].astype(np.int64)
-            ngrams = ex["ngrams"].astype(np.int64)
-        else:
-            rng = example_rng(self.entropy, self.split, epoch, index)
-            special = (ids == self.cls_id) | (ids == self.sep_id)
-            offsets = np.array([0, len(ids)], dtype=np.int64)
-            m = mask_batch(ids, offsets, self.word_start[ids], special, self.rules, rng)
-            n = int((m.labels[0] != -100).sum())
-            ids, positions, labels, ngrams = m.input_ids, m.positions[0, :n], m.labels[0, :n], m.ngrams[0]
-        token_type = (np.arange(len(ids)) >= a_len).astype(np.int64)
-        return {
-            "input_ids": ids.astype(np.int64),
-            "token_type_ids": token_type,
-            "masked_positions": positions,
-            "masked_labels": labels,
-            "sentence_order_label": np.int64(ex["label"]),
-            "ngrams": ngrams,
-        }
+        return self.examples([(index, epoch)])[0]
+
+    def examples(self, items: list[tuple[int, int]]) -> list[dict[str, np.ndarray]]:
+        """Examples at (index, epoch); dynamic masks are drawn for all of them in one vectorised call, each from
+        its own generator, so an example's masks do not depend on the batch it is in."""
+        stored = [self.shards.example(i) for i, _ in items]
+        masks = [_stored_masks(ex) for ex in stored] if self.static else self._dynamic_masks(stored, items)
+        out = []
+        for ex, (ids, positions, labels, ngrams) in zip(stored, masks, strict=True):
+            out.append({
+                "input_ids": ids,
+                "token_type_ids": (np.arange(len(ids)) >= int(ex["a_len"])).astype(np.int64),
+                "masked_positions": positions,
+                "masked_labels": labels,
+                "sentence_order_label": np.int64(ex["label"]),
+                "ngrams": ngrams,
+            })  # fmt: skip
+        return out
+
+    def _dynamic_masks(self, stored: list[dict], items: list[tuple[int, int]]) -> list[tuple]:
+        ids = np.concatenate([ex["input_ids"] for ex in stored])
+        offsets = np.concatenate(([0], np.cumsum([len(ex["input_ids"]) for ex in stored]))).astype(np.int64)
+        rngs = [example_rng(self.entropy, self.split, e, i) for i, e in items]
+        special = (ids == self.cls_id) | (ids == self.sep_id)
+        m = mask_batch(ids, offsets, self.word_start[ids], special, self.rules, rngs)
+        n = (m.labels != -100).sum(1).tolist()
+        return [
+            (m.input_ids[offsets[k] : offsets[k + 1]], m.positions[k, : n[k]], m.labels[k, : n[k]], m.ngrams[k])
+            for k in range(len(stored))
+        ]
+
+
+def _stored_masks(ex: dict) -> tuple:
+    n = int((ex["masked_labels"] != -100).sum())
+    positions, labels = ex["masked_positions"][:n].astype(np.int64), ex["masked_labels"][:n].astype(np.int64)
+    return ex["input_ids"], positions, labels, ex["ngrams"].astype(np.int64)
 
 
 def _load_checksum(tokenizer_dir: str | Path) -> str:
@@ -185,7 +199,7 @@ class PretrainingBatches(torch.utils.data.IterableDataset):
 
     def collate(self, items: list[tuple[int, int]]) -> dict[str, torch.Tensor]:
         """Pad the examples at (index, epoch) into one batch of tensors."""
-        examples = [self.reader.example(i, e) for i, e in items]
+        examples = self.reader.examples(items)
         b, p = len(examples), self.reader.max_predictions
         t = self.reader.max_len if self.pad_to == "max" else max(len(x["input_ids"]) for x in examples)
         input_ids = np.full((b, t), self.reader.pad_id, dtype=np.int64)

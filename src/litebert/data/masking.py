@@ -19,6 +19,7 @@ draws n from numpy's unseeded global RNG, every draw here comes from the explici
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,9 +110,12 @@ def mask_batch(
     word_start: np.ndarray,
     special: np.ndarray,
     rules: MaskingRules,
-    rng: np.random.Generator,
+    rng: np.random.Generator | Sequence[np.random.Generator],
 ) -> MaskedBatch:
     """Whole-word n-gram masks for every sequence of a flat batch (see the module docstring for the rules).
+
+    ``rng`` is one generator for the whole batch (static masks at build time) or one per sequence (dynamic
+    masks: then each sequence's masks depend on its own generator only, not on the rest of the batch).
 
     The official loop visits word starts in a shuffled order but stops after about a dozen, once the budget is
     spent; so instead of shuffling every word, the first visits are drawn uniformly among the words not yet
@@ -138,7 +142,7 @@ def mask_batch(
 class _Plan:
     """Pre-drawn visits of the acceptance loop of every sequence, and the loop itself (official rules)."""
 
-    def __init__(self, words: Words, offsets: np.ndarray, rules: MaskingRules, rng: np.random.Generator):
+    def __init__(self, words: Words, offsets: np.ndarray, rules: MaskingRules, rng):
         n_ex, n_words, m = len(offsets) - 1, len(words.start), rules.max_ngram
         self.rng, self.max_ngram = rng, m
         self.bounds = np.searchsorted(words.example, np.arange(n_ex + 1))
@@ -149,9 +153,14 @@ class _Plan:
         self.cum_tok = np.concatenate(([0], np.cumsum(words.end - words.start)))
         # Enough visits for the usual loop (about a dozen); the rare longer loop falls back in run().
         self.visits = visits = rules.max_predictions + 8
-        cand = self.bounds[:-1, None] + (rng.random((n_ex, visits)) * count[:, None]).astype(np.int64)
+        if isinstance(rng, np.random.Generator):
+            u_cand, u_draw = rng.random((n_ex, visits)), rng.random((n_ex, visits))
+        else:
+            u = np.stack([g.random(2 * visits) for g in rng]) if n_ex else np.zeros((0, 2 * visits))
+            u_cand, u_draw = u[:, :visits], u[:, visits:]
+        cand = self.bounds[:-1, None] + (u_cand * count[:, None]).astype(np.int64)
         cand = np.minimum(cand, max(n_words - 1, 0))
-        draw = self._draw(cand, rng.random((n_ex, visits))) if n_words else np.ones_like(cand)
+        draw = self._draw(cand, u_draw) if n_words else np.ones_like(cand)
         # Flat lists: nested ones would cost a Python object per visit (measured: 10x slower).
         self.cand, self.draw = cand.ravel().tolist(), draw.ravel().tolist()
         self.sizes = self._sizes(cand).ravel().tolist()
@@ -184,9 +193,9 @@ class _Plan:
                 seen.add(w)
                 used = self._visit(k, w, self.draw[j], self.sizes, j * m, used, limit)
         if used < limit and len(seen) < total:  # rare: the pre-drawn visits ran out (short sequences)
-            lo = self.bounds[k]
-            rest = np.array([w for w in (lo + self.rng.permutation(total)).tolist() if w not in seen], np.int64)
-            draws = self._draw(rest, self.rng.random(len(rest))).tolist()
+            lo, g = self.bounds[k], _generator(self.rng, k)
+            rest = np.array([w for w in (lo + g.permutation(total)).tolist() if w not in seen], np.int64)
+            draws = self._draw(rest, g.random(len(rest))).tolist()
             sizes = self._sizes(rest).ravel().tolist()
             for i, (w, n) in enumerate(zip(rest.tolist(), draws, strict=True)):
                 if used >= limit:
@@ -218,17 +227,26 @@ def _apply(input_ids, offsets, words, spans, ngrams, unforced, rules, rng) -> Ma
     pos = np.sort(np.repeat(t0, words.end[last] - t0) + _within(words.end[last] - t0))
     labels = input_ids[pos]
     out = input_ids.copy()
-    # 80% [MASK], 10% keep, 10% random id: one uniform per token, as the official two coin flips compose to.
-    r = rng.random(len(pos))
-    random_ids = rng.integers(0, rules.vocab_size, size=len(pos))
-    out[pos] = np.where(r < 0.8, rules.mask_id, np.where(r < 0.9, labels, random_ids))
     ex = np.searchsorted(offsets, pos, side="right") - 1
+    # 80% [MASK], 10% keep, 10% random id: one uniform per token, as the official two coin flips compose to.
+    if isinstance(rng, np.random.Generator):
+        r, random_ids = rng.random(len(pos)), rng.integers(0, rules.vocab_size, size=len(pos))
+    else:  # per-sequence generators; positions are grouped by sequence in order
+        per = np.bincount(ex, minlength=n_ex).tolist()
+        draws = [(g.random(c), g.integers(0, rules.vocab_size, size=c)) for g, c in zip(rng, per, strict=True)]
+        r = np.concatenate([d[0] for d in draws]) if draws else np.zeros(0)
+        random_ids = np.concatenate([d[1] for d in draws]) if draws else np.zeros(0, dtype=np.int64)
+    out[pos] = np.where(r < 0.8, rules.mask_id, np.where(r < 0.9, labels, random_ids))
     slot = np.arange(len(pos)) - np.searchsorted(ex, ex)  # rank of each position within its sequence
     positions = np.zeros((n_ex, rules.max_predictions), dtype=np.int64)
     masked_labels = np.full((n_ex, rules.max_predictions), -100, dtype=np.int64)
     positions[ex, slot] = pos - offsets[ex]
     masked_labels[ex, slot] = labels
     return MaskedBatch(input_ids=out, positions=positions, labels=masked_labels, ngrams=ngrams, unforced=unforced)
+
+
+def _generator(rng, k: int) -> np.random.Generator:
+    return rng if isinstance(rng, np.random.Generator) else rng[k]
 
 
 def _within(lengths: np.ndarray) -> np.ndarray:
