@@ -103,6 +103,12 @@ def test_invalid_utf8_is_replaced_counted_and_located(tmp_path):
     assert docs == [["Good start here.", "Broken \ufffd\ufffd bytes.", "Then more."]]
     assert report.invalid_bytes == 2
     assert f"{path}: invalid UTF-8 at byte offset 24" in report.messages[0]
+    many = tmp_path / "many.txt"
+    many.write_bytes(b"Bad \xff byte here.\n" * 5000)
+    report = TextReport()
+    assert len(list(read_documents([many], report=report))) == 1
+    assert report.invalid_bytes == 5000 and len(report.messages) == 201
+    assert "byte offset 4," in report.messages[0] and "byte offset 21," in report.messages[1]
 
 
 def test_binary_file_is_skipped_with_its_name(tmp_path):

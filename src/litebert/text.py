@@ -71,9 +71,13 @@ class TextReport:
     messages: list[str] = field(default_factory=list)
 
     def note(self, message: str) -> None:
-        log.warning(message)
+        # Kept and logged up to a bound: a long run over a damaged corpus must not flood memory or stderr.
         if len(self.messages) < _MAX_MESSAGES:
             self.messages.append(message)
+            log.warning(message)
+        elif len(self.messages) == _MAX_MESSAGES:
+            self.messages.append("... further messages left out (the counts stay exact)")
+            log.warning(self.messages[-1])
 
     def summary(self) -> str:
         return (

@@ -29,6 +29,8 @@ from litebert.text import ReadConfig, TextReport, read_documents
 
 MODEL_FILE = "spiece.model"
 SETTINGS_FILE = "litebert_tokenizer.json"
+# What a tokenizer directory holds (litebert.save copies these beside a checkpoint).
+TOKENIZER_FILES = (MODEL_FILE, SETTINGS_FILE, "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 SPECIAL_TOKENS = {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
 _DIGIT_COMMA = re.compile(r"\d,$")
 _SPECIAL_RE = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS.values()))
