@@ -56,7 +56,8 @@ def _child(args: argparse.Namespace) -> None:
     from litebert.data import DataConfig, build
     from litebert.text import ReadConfig
 
-    config = DataConfig(max_seq_length=args.max_seq_length, masking=args.masking, dupe_factor=args.dupe_factor)
+    config = DataConfig(max_seq_length=args.max_seq_length, masking=args.masking, dupe_factor=args.dupe_factor,
+                        examples_per_shard=args.examples_per_shard)  # fmt: skip
     start, cpu0 = time.perf_counter(), time.process_time()
     manifest = build([args.corpus], args.tokenizer, args.out, config, workers=args.workers,
                      read_config=ReadConfig(documents="file"), progress=False)  # fmt: skip
@@ -77,7 +78,8 @@ def _child(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace, tokenizer: Path, corpus: Path, out: Path) -> dict:
     cmd = [sys.executable, __file__, "--child", "--corpus", str(corpus), "--out", str(out), "--tokenizer",
            str(tokenizer), "--workers", str(args.workers), "--max-seq-length", str(args.max_seq_length),
-           "--masking", args.masking, "--dupe-factor", str(args.dupe_factor)]  # fmt: skip
+           "--masking", args.masking, "--dupe-factor", str(args.dupe_factor),
+           "--examples-per-shard", str(args.examples_per_shard)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
     shutil.rmtree(out)
@@ -132,6 +134,7 @@ def main() -> None:
     p.add_argument("--max-seq-length", type=int, default=512)
     p.add_argument("--masking", choices=("static", "dynamic"), default="static")
     p.add_argument("--dupe-factor", type=int, default=1)
+    p.add_argument("--examples-per-shard", type=int, default=16384, help="writer buffer = one shard")
     p.add_argument("--no-profile", action="store_true")
     args = p.parse_args()
     if args.child:
@@ -139,7 +142,8 @@ def main() -> None:
         return
     tokenizer = _tokenizer(args.tokenizer, args.vocab_size)
     print(f"config: workers {args.workers}, max_seq_length {args.max_seq_length}, masking {args.masking}, "
-          f"dupe_factor {args.dupe_factor}, tokenizer {tokenizer}, corpora {', '.join(SOURCES)}")  # fmt: skip
+          f"dupe_factor {args.dupe_factor}, examples_per_shard {args.examples_per_shard}, tokenizer {tokenizer}, "
+          f"corpora {', '.join(SOURCES)}")  # fmt: skip
     print(f"{'corpus':>8} {'documents':>10} {'tokens':>12} {'examples':>10} {'wall s':>8} {'tokens/s':>12} "
           f"{'tokens/CPU-s':>13} {'peak RSS MB':>12} {'worker RSS MB':>14}")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:

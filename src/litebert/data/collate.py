@@ -166,6 +166,11 @@ class PretrainingBatches(torch.utils.data.IterableDataset):
         self.batch = int(state["batch"])
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        info = torch.utils.data.get_worker_info()
+        if info is not None:
+            # A DataLoader worker holds a copy: its position would never reach state_dict(), and several workers
+            # would each replay the whole stream. Batches are cheap to assemble (about 70 us per example).
+            raise ValueError("iterate PretrainingBatches directly (it yields whole batches), not in DataLoader workers")
         n = len(self.reader)
         while self.split == "train" or self.batch * self.global_batch < n:
             start = self.batch * self.global_batch + self.rank * self.batch_size

@@ -55,6 +55,10 @@ class ExampleBatch:
         out = {name: getattr(self, name)[start:stop] for name in self._per_example()}
         return ExampleBatch(input_ids=self.input_ids[t0:t1], offsets=self.offsets[start : stop + 1] - t0, **out)
 
+    def copy(self) -> ExampleBatch:
+        out = {name: getattr(self, name).copy() for name in self._per_example()}
+        return ExampleBatch(input_ids=self.input_ids.copy(), offsets=self.offsets.copy(), **out)
+
     @staticmethod
     def concat(batches: list[ExampleBatch]) -> ExampleBatch:
         if len(batches) == 1:
@@ -119,6 +123,7 @@ class ShardWriter:
     def add(self, batch: ExampleBatch) -> None:
         if len(batch) == 0:
             return
+        batch.input_ids = batch.input_ids.astype(self.token_dtype)  # buffer in the stored (smaller) dtype
         self._buffer.append(batch)
         self._buffered += len(batch)
         if self._buffered >= self.size:
@@ -127,7 +132,7 @@ class ShardWriter:
             while len(merged) - start >= self.size:
                 self._write(merged.slice(start, start + self.size))
                 start += self.size
-            rest = merged.slice(start, len(merged))
+            rest = merged.slice(start, len(merged)).copy()  # a copy: a view would keep all of `merged` alive
             self._buffer, self._buffered = ([rest] if len(rest) else []), len(rest)
 
     def close(self) -> None:
