@@ -251,14 +251,17 @@ def _read_settings(directory: Path) -> dict[str, bool]:
     return {"do_lower_case": True, "strip_accents": True}
 
 
-def _sentences(inputs, cfg: TrainConfig, report: TextReport, bar: tqdm) -> Iterator[str]:
+def _sentences(docs: Iterator[list[str]], cfg: TrainConfig, bar: tqdm) -> Iterator[str]:
     norm = Normalizer(do_lower_case=cfg.do_lower_case, strip_accents=cfg.strip_accents)
-    for doc in read_documents(inputs, report=report, config=cfg.read):
+    for doc in docs:
         for sentence in doc:
             text = norm(sentence)
             if text:
                 bar.update(1)
                 yield text
+    # sentencepiece reads every sentence (keeping a reservoir sample) before it trains
+    bar.set_description("sentences read; training the unigram model")
+    bar.refresh()
 
 
 def train_tokenizer(
@@ -278,12 +281,13 @@ def train_tokenizer(
     report = report if report is not None else TextReport()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    docs = read_documents(inputs, report=report, config=cfg.read)  # checks the paths now
     model = io.BytesIO()
     spm.set_random_generator_seed(cfg.seed)
     with tqdm(desc="sentences read", unit=" sent", disable=not progress) as bar:
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=_sentences(inputs, cfg, report, bar),
+                sentence_iterator=_sentences(docs, cfg, bar),
                 model_writer=model,
                 model_type="unigram",
                 vocab_size=cfg.vocab_size,
