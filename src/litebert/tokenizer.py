@@ -132,12 +132,16 @@ class Tokenizer:
 
     # -- encoding ---------------------------------------------------------------------------------------------
     def normalize(self, text: str) -> str:
+        """The string sentencepiece sees (litebert.normalize.Normalizer)."""
         return self.normalizer(text)
 
     def encode(self, text: str) -> list[int]:
+        """Piece ids of one text, no [CLS]/[SEP] (see encode_pair)."""
         return self.encode_batch([text])[0]
 
     def encode_batch(self, texts: Sequence[str], num_threads: int = 1) -> list[list[int]]:
+        """Piece ids of many texts: Python normalisation (a fast path for ASCII and stable characters), then one
+        call into sentencepiece's C++ batch encoder (about 1M tokens/s on one core with 30k pieces)."""
         norm = self.normalizer
         out = self.sp.encode([norm(t) for t in texts], out_type=int, num_threads=num_threads)
         if self._digit_comma:
@@ -162,6 +166,7 @@ class Tokenizer:
         return Encoding(ids, [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1))
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        """The normalised text of `ids` (<unk> shows as " ⁇ "); [CLS]/[SEP]/[MASK]/<pad> left out by default."""
         ids = [int(i) for i in ids]
         if skip_special_tokens:
             ids = [i for i in ids if i not in self.special_ids or i == self.unk_id]
