@@ -108,6 +108,8 @@ def test_interrupted_build_resumes_to_identical_bytes(built, corpus, tokenizer_d
     with pytest.raises(KeyboardInterrupt):
         build(corpus, tokenizer_dir, out, _config(), read_config=PER_FILE, progress=False)
     assert not (out / "manifest.json").exists()
+    with open(out / "windows.jsonl", "a") as log:
+        log.write('{"window": 99, "train"')  # a record cut by the interruption
     monkeypatch.setattr(ShardWriter, "_write", real_write)
     build(corpus, tokenizer_dir, out, _config(), read_config=PER_FILE, progress=False)
     _same_tree(built, out)

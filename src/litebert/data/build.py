@@ -74,10 +74,10 @@ class WindowResult:
 _WORKER: dict = {}
 
 
-def _init_worker(tokenizer_dir: str, config: DataConfig, read: ReadConfig) -> None:
+def _init_worker(tokenizer_dir: str, config: DataConfig, read: ReadConfig, tok=None) -> None:
     from litebert.tokenizer import Tokenizer
 
-    tok = Tokenizer.load(tokenizer_dir)
+    tok = tok or Tokenizer.load(tokenizer_dir)
     _WORKER.update(tok=tok, vocab=Vocab.from_tokenizer(tok), config=config, read=read)
 
 
@@ -143,15 +143,17 @@ def _windows(docs: Iterator[list[str]], window_chars: int) -> Iterator[list[list
 
 def _results(windows: Iterator[list[list[str]]], skip: set[int], workers: int, init: tuple) -> Iterator:
     """Yield (index, WindowResult | None) in window order; skipped windows are not computed (None)."""
+    _init_worker(*init)  # forked workers inherit the loaded tokenizer (loading costs about a second)
     if workers == 1:
-        _init_worker(*init)
         for k, w in enumerate(windows):
             yield k, (None if k in skip else _process_window(k, w))
         return
     # fork: a spawned worker would re-import torch (litebert's package import) for seconds; the build itself
     # never touches torch or CUDA, so the forked children inherit nothing they could trip on.
-    ctx = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=init) as pool:
+    fork = "fork" in get_all_start_methods()
+    ctx = get_context("fork" if fork else "spawn")
+    setup = {} if fork else {"initializer": _init_worker, "initargs": init[:3]}
+    with ProcessPoolExecutor(workers, mp_context=ctx, **setup) as pool:
         pending: deque[tuple[int, Future | None]] = deque()
         for k, w in enumerate(windows):
             pending.append((k, None if k in skip else pool.submit(_process_window, k, w)))
@@ -201,12 +203,16 @@ def _known_windows(out: Path) -> list[dict]:
     path = out / WINDOWS
     if not path.is_file():
         return []
-    known = []
-    for line in path.read_text().splitlines():
+    known, lines = [], path.read_text().splitlines()
+    for line in lines:
         try:
             known.append(json.loads(line))
         except json.JSONDecodeError:
             break  # a line cut by the interruption; everything after it is recomputed
+    if len(known) < len(lines):  # drop the cut line so that new records follow the valid ones
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(json.dumps(k, sort_keys=True) + "\n" for k in known))
+        tmp.replace(path)
     return known
 
 
@@ -255,7 +261,7 @@ def build(
     }
     # Documents go to the workers unsplit: sentence splitting is pure Python and must run in parallel.
     docs = read_documents(corpus, config=ReadConfig(**{**asdict(read), "split": False}))
-    init = (str(tokenizer_dir), config, read)
+    init = (str(tokenizer_dir), config, read, tok)
     with open(out / WINDOWS, "a") as log:
         results = _results(_windows(docs, config.window_chars), skip, workers, init)
         totals = _consume(results, writers, known, done, log, progress)
