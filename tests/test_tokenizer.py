@@ -254,3 +254,31 @@ def test_why_the_directory_names_a_fast_tokenizer(tokenizer_dir, tok, corpus_lin
     ours = tok.encode_batch(lines)
     unk_rate = lambda batch: sum(ids.count(tok.unk_id) for ids in batch) / sum(map(len, batch))
     assert unk_rate(theirs) > 0.2 and unk_rate(ours) < 0.005
+
+
+def test_foreign_model_with_sentencepiece_normaliser(tmp_path, corpus_lines, shared_data):
+    # A model trained by sentencepiece directly with its default nmt_nfkc rule, like the official ALBERT vocab:
+    # litebert applies its Normalizer and then the model's own rule; the tokenizer.json does the same.
+    import io
+
+    import sentencepiece as spm
+
+    transformers = pytest.importorskip("transformers")
+    from litebert.vocab import write_hf_files
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter([Normalizer()(line) for line in corpus_lines["moby"][:800] + corpus_lines["ko"]]),
+        model_writer=model, vocab_size=1500, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2,
+    )  # fmt: skip
+    foreign = Tokenizer(model.getvalue(), Normalizer(), tmp_path)
+    assert foreign.sp.normalize("ｆｕｌｌ") == "▁full"  # nmt_nfkc is active
+    write_hf_files(foreign)
+    hf = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    lines = corpus_lines["moby"][::4] + corpus_lines["ko"] + ["ｆｕｌｌ-width ＡＢＣ and ① ㈜"]
+    ours, theirs = foreign.encode_batch(lines), hf(lines, add_special_tokens=False)["input_ids"]
+    diff = [(a, b) for a, b in zip(ours, theirs, strict=True) if a != b]
+    # Scores of a foreign model are not on litebert's 1/256 grid: float32 vs float64 sums may break an exact
+    # tie between two orders of the same pieces differently (runs of dashes in the bills).
+    assert len(diff) <= 3 and all(sorted(a) == sorted(b) for a, b in diff), diff

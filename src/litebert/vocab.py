@@ -23,8 +23,9 @@ from litebert.normalize import char_class, combining_marks
 from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
 
 
-def hf_normalizer(tok: Tokenizer) -> normalizers.Normalizer:
-    """litebert's Normalizer as a tokenizers normaliser sequence (same steps, same character sets)."""
+def hf_normalizer(tok: Tokenizer, charsmap: bytes = b"") -> normalizers.Normalizer:
+    """litebert's Normalizer, then sentencepiece's own rule (`charsmap`; empty for the "identity" rule of
+    litebert-trained models, nmt_nfkc for the official ALBERT vocab) as a tokenizers normaliser sequence."""
     steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
     if tok.normalizer.strip_accents:
         # Python's unicodedata.combining (what preprocess_text drops) as an explicit class; tokenizers'
@@ -33,6 +34,8 @@ def hf_normalizer(tok: Tokenizer) -> normalizers.Normalizer:
         steps += [normalizers.NFKD(), strip, normalizers.NFC()]
     if tok.normalizer.do_lower_case:
         steps.append(normalizers.Lowercase())
+    if charsmap:
+        steps.append(normalizers.Precompiled(charsmap))
     spaces = [cp for cp in range(0x3000 + 1) if chr(cp).isspace()]  # str.split()'s whitespace
     steps += [normalizers.Replace(Regex(char_class(spaces, oniguruma=True) + "+"), " "), normalizers.Strip()]
     return normalizers.Sequence(steps)
@@ -49,7 +52,7 @@ def build_hf_tokenizer(tok: Tokenizer) -> HFTokenizer:
         for p in proto.pieces
     ]
     hf = HFTokenizer(Unigram(vocab, unk_id=tok.unk_id, byte_fallback=False))
-    hf.normalizer = hf_normalizer(tok)
+    hf.normalizer = hf_normalizer(tok, proto.normalizer_spec.precompiled_charsmap)
     hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     hf.post_processor = processors.TemplateProcessing(
