@@ -18,6 +18,7 @@ import argparse
 import csv
 import json
 import re
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -58,6 +59,8 @@ def rotten_tomatoes(args: argparse.Namespace) -> dict:
     counts = split_rotten_tomatoes(split_dir, args.seed)
     out: dict = {"split": counts}
     for name, random_init in (("pretrained", False), ("random_init", True)):
+        if name not in args.models:
+            continue
         runs = [run_rt(args, split_dir, name, random_init, lr) for lr in args.lrs]
         best = max(runs, key=lambda r: r["dev_accuracy"])
         test = evaluate(best.pop("best_dir"), split_dir / "test.csv")
@@ -134,16 +137,23 @@ def main() -> None:
     p.add_argument("--max-seq-length", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--only", choices=("rt", "lee"))
+    p.add_argument("--models", type=lambda v: v.split(","), default=["pretrained", "random_init"],
+                   help="Rotten Tomatoes runs to do; results merge into OUT/finetune_results.json")  # fmt: skip
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    results = {"config": vars(args), "pretrained_config": litebert.weights.load_config(args.pretrained).to_dict()}
+    path = Path(args.out) / "finetune_results.json"
+    # Parts run separately (e.g. --models random_init while pretraining still runs) merge into one file.
+    results = json.loads(path.read_text()) if path.is_file() else {}
+    results.setdefault("runs", []).append({"argv": sys.argv[1:], "finished": time.strftime("%Y-%m-%d %H:%M:%S")})
+    results["pretrained_config"] = litebert.weights.load_config(args.pretrained).to_dict()
     if args.only != "rt":
         results["lee"] = lee(args)
         print("lee", json.dumps(results["lee"]), flush=True)
     if args.only != "lee":
-        results["rotten_tomatoes"] = rotten_tomatoes(args)
+        rt = results.setdefault("rotten_tomatoes", {})
+        rt.update(rotten_tomatoes(args))
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "finetune_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    path.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
 
