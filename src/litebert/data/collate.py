@@ -68,7 +68,7 @@ class _Reader:
         stored = [self.shards.example(i) for i, _ in items]
         masks = [_stored_masks(ex) for ex in stored] if self.static else self._dynamic_masks(stored, items)
         out = []
-        for ex, (ids, positions, labels, ngrams) in zip(stored, masks, strict=True):
+        for ex, (ids, positions, labels, ngrams, free) in zip(stored, masks, strict=True):
             out.append({
                 "input_ids": ids,
                 "token_type_ids": (np.arange(len(ids)) >= int(ex["a_len"])).astype(np.int64),
@@ -76,6 +76,7 @@ class _Reader:
                 "masked_labels": labels,
                 "sentence_order_label": np.int64(ex["label"]),
                 "ngrams": ngrams,
+                "ngrams_free": free,
             })  # fmt: skip
         return out
 
@@ -87,7 +88,13 @@ class _Reader:
         m = mask_batch(ids, offsets, self.word_start[ids], special, self.rules, rngs)
         n = (m.labels != -100).sum(1).tolist()
         return [
-            (m.input_ids[offsets[k] : offsets[k + 1]], m.positions[k, : n[k]], m.labels[k, : n[k]], m.ngrams[k])
+            (
+                m.input_ids[offsets[k] : offsets[k + 1]],
+                m.positions[k, : n[k]],
+                m.labels[k, : n[k]],
+                m.ngrams[k],
+                m.unforced[k],
+            )
             for k in range(len(stored))
         ]
 
@@ -95,7 +102,7 @@ class _Reader:
 def _stored_masks(ex: dict) -> tuple:
     n = int((ex["masked_labels"] != -100).sum())
     positions, labels = ex["masked_positions"][:n].astype(np.int64), ex["masked_labels"][:n].astype(np.int64)
-    return ex["input_ids"], positions, labels, ex["ngrams"].astype(np.int64)
+    return ex["input_ids"], positions, labels, ex["ngrams"].astype(np.int64), ex["ngrams_free"].astype(np.int64)
 
 
 def _load_checksum(tokenizer_dir: str | Path) -> str:
@@ -109,7 +116,8 @@ def read_examples(
 ) -> Iterator[dict[str, np.ndarray]]:
     """Yield every stored example of ``split`` in stored order as numpy arrays: input_ids (masked),
     token_type_ids, masked_positions, masked_labels (real slots only), sentence_order_label (-100 for
-    objective "none") and ngrams (spans of 1..max_ngram words). Dynamically masked data shows the masks of
+    objective "none"), ngrams (spans of 1..max_ngram words) and ngrams_free (those spans whose length the budget
+    did not shape). Dynamically masked data shows the masks of
     epoch 0 for reader seed ``seed``. ``tokenizer`` (a Tokenizer or its directory) is checked against the
     manifest's checksum."""
     reader = _Reader(data_dir, split, seed, tokenizer)

@@ -133,14 +133,15 @@ def _mask_in_chunks(batch: ExampleBatch, vocab: Vocab, rules: MaskingRules, rng:
     positions = np.zeros((n, rules.max_predictions), dtype=np.int32)
     labels = np.full((n, rules.max_predictions), -100, dtype=np.int32)
     ngrams = np.zeros((n, rules.max_ngram), dtype=np.uint8)
+    free = np.zeros((n, rules.max_ngram), dtype=np.uint8)
     for k0 in range(0, n, MASK_CHUNK):
         k1 = min(k0 + MASK_CHUNK, n)
         t0, t1 = int(batch.offsets[k0]), int(batch.offsets[k1])
         m = mask_examples(batch.input_ids[t0:t1], batch.offsets[k0 : k1 + 1] - t0, vocab, rules, rng)
         batch.input_ids[t0:t1] = m.input_ids
         positions[k0:k1], labels[k0:k1] = m.positions, m.labels
-        ngrams[k0:k1] = np.minimum(m.ngrams, 255)
-    batch.masked_positions, batch.masked_labels, batch.ngrams = positions, labels, ngrams
+        ngrams[k0:k1], free[k0:k1] = np.minimum(m.ngrams, 255), np.minimum(m.unforced, 255)
+    batch.masked_positions, batch.masked_labels, batch.ngrams, batch.ngrams_free = positions, labels, ngrams, free
 
 
 def _empty_masks(config: DataConfig) -> dict:
@@ -151,6 +152,7 @@ def _empty_masks(config: DataConfig) -> dict:
         "masked_positions": np.zeros((0, p), dtype=np.int32),
         "masked_labels": np.zeros((0, p), dtype=np.int32),
         "ngrams": np.zeros((0, config.max_ngram), dtype=np.uint8),
+        "ngrams_free": np.zeros((0, config.max_ngram), dtype=np.uint8),
     }
 
 

@@ -5,7 +5,8 @@ Layout of a data directory::
     manifest.json            settings, tokenizer sha256, vocab facts, counts and shard lists (written last)
     word_start.npy           the tokenizer's word-start mask, so dynamic masking needs no tokenizer at read time
     train/shard_00000/       input_ids.npy (flat), offsets.npy (N+1), a_len.npy, label.npy
-                             + masked_positions.npy, masked_labels.npy, ngrams.npy for static masks
+                             + masked_positions.npy, masked_labels.npy, ngrams.npy, ngrams_free.npy
+                             for static masks
     eval/shard_00000/        the held-out documents, same format
 
 Example k of a shard is input_ids[offsets[k]:offsets[k+1]]; its token type is 0 for the first a_len[k]
@@ -41,6 +42,7 @@ class ExampleBatch:
     masked_positions: np.ndarray | None = None  # (N, P), 0 in padding slots
     masked_labels: np.ndarray | None = None  # (N, P), -100 in padding slots
     ngrams: np.ndarray | None = None  # (N, max_ngram) spans of 1..max_ngram words
+    ngrams_free: np.ndarray | None = None  # (N, max_ngram) those the budget did not shape (masking.MaskedBatch)
 
     def __len__(self) -> int:
         return len(self.a_len)
@@ -214,7 +216,7 @@ class ShardSet:
         arr = self.shard(s)
         t0, t1 = int(arr["offsets"][k]), int(arr["offsets"][k + 1])
         out = {"input_ids": np.asarray(arr["input_ids"][t0:t1], dtype=np.int64)}
-        for name in ("a_len", "label", "masked_positions", "masked_labels", "ngrams"):
+        for name in ("a_len", "label", "masked_positions", "masked_labels", "ngrams", "ngrams_free"):
             if name in arr:
                 out[name] = np.asarray(arr[name][k])
         return out

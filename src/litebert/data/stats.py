@@ -32,6 +32,8 @@ class DataStats:
     masked_fraction: float  # masked tokens / non-special tokens
     predictions_per_example: float
     ngram_shares: list[float] = field(default_factory=list)  # spans of 1..max_ngram words
+    # Spans whose length neither the budget nor a segment end could shape: these follow p(n) ∝ 1/n.
+    ngram_shares_free: list[float] = field(default_factory=list)
     replacement: dict[str, float] = field(default_factory=dict)  # mask / keep / random
 
     def format(self) -> str:
@@ -51,6 +53,11 @@ class DataStats:
             else "pair labels: none (objective 'none')",
             f"masked: {self.masked_fraction:.2%} of non-special tokens, {self.predictions_per_example:.1f} per example",
             "n-gram spans: " + ", ".join(f"{n + 1}: {s:.1%}" for n, s in enumerate(self.ngram_shares)),
+            "  where the budget did not bind: "
+            + ", ".join(f"{n + 1}: {s:.1%}" for n, s in enumerate(self.ngram_shares_free))
+            + "  (p(n) ∝ 1/n: "
+            + ", ".join(f"{w:.1%}" for w in _harmonic(len(self.ngram_shares_free)))
+            + ")",
             "replacement: " + ", ".join(f"{k} {v:.1%}" for k, v in self.replacement.items()),
         ]
         return "\n".join(lines)
@@ -65,7 +72,7 @@ def data_stats(data_dir: str | Path, *, split: str = "train", max_examples: int 
     index = np.unique(np.linspace(0, n - 1, num=min(n, max_examples)).astype(np.int64))
     mask_id = reader.rules.mask_id
     lengths, labels, counts = [], [], {"mask": 0, "keep": 0, "random": 0}
-    ngrams = np.zeros(reader.rules.max_ngram, dtype=np.int64)
+    ngrams = np.zeros((2, reader.rules.max_ngram), dtype=np.int64)
     masked = candidates = 0
     for i in index.tolist():
         x = reader.example(i)
@@ -76,7 +83,7 @@ def data_stats(data_dir: str | Path, *, split: str = "train", max_examples: int 
         counts["mask"] += int((shown == mask_id).sum())
         counts["keep"] += int((shown == lab).sum())
         counts["random"] += int(((shown != mask_id) & (shown != lab)).sum())
-        ngrams += x["ngrams"]
+        ngrams += np.stack([x["ngrams"], x["ngrams_free"]])
         masked += len(pos)
         candidates += int(x["token_type_ids"].size) - (3 if x["token_type_ids"][-1] else 2)
     return _summarise(split, n, reader.max_len, np.array(lengths), np.array(labels), counts, ngrams, masked,
@@ -101,6 +108,12 @@ def _summarise(split, n, max_len, lengths, labels, counts, ngrams, masked, candi
         share_label_1=float((labelled == 1).mean()) if len(labelled) else 0.0,
         masked_fraction=masked / max(candidates, 1),
         predictions_per_example=masked / len(lengths),
-        ngram_shares=(ngrams / max(ngrams.sum(), 1)).tolist(),
+        ngram_shares=(ngrams[0] / max(ngrams[0].sum(), 1)).tolist(),
+        ngram_shares_free=(ngrams[1] / max(ngrams[1].sum(), 1)).tolist(),
         replacement={k: v / total for k, v in counts.items()},
     )
+
+
+def _harmonic(m: int) -> list[float]:
+    w = 1.0 / np.arange(1, m + 1)
+    return (w / w.sum()).tolist()
