@@ -125,7 +125,8 @@ def _matches(value: Any, t: Any) -> bool:
         return False
     if t is float:
         return isinstance(value, int | float)
-    return isinstance(value, t)
+    origin = typing.get_origin(t)  # list[str], dict[str, Any]: check the container only
+    return isinstance(value, origin or t)
 
 
 def from_dict(cls: type, data: Any, *, source: str) -> Any:

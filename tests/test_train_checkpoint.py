@@ -1,0 +1,94 @@
+"""Checkpoint files (atomic, verified, pruned), metrics JSONL and `litebert plot`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from litebert.cli import main
+from litebert.train.checkpoint import (
+    best_checkpoint,
+    latest_checkpoint,
+    list_checkpoints,
+    load_trainer_state,
+    save_checkpoint,
+    verify_checkpoint,
+)
+from litebert.train.metrics import MetricsLogger, plot_run, read_metrics
+
+
+def _save(run: Path, step: int, metric: float | None = None, keep_last: int = 2) -> Path:
+    def write_model(d: Path) -> None:
+        (d / "model.safetensors").write_bytes(bytes([step % 256]) * 64)
+
+    state = {"step": step, "rng": torch.get_rng_state(), "data": {"batch": step}}
+    return save_checkpoint(run, step, write_model=write_model, trainer_state=state, metric=metric,
+                           keep_last=keep_last)  # fmt: skip
+
+
+def test_checkpoints_keep_last_k_and_best(tmp_path: Path) -> None:
+    for step, metric in ((1, 5.0), (2, 1.0), (3, 4.0), (4, 3.0), (5, None)):
+        _save(tmp_path, step, metric)
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step_00000002", "step_00000004", "step_00000005"]
+    assert best_checkpoint(tmp_path).name == "step_00000002"
+    assert latest_checkpoint(tmp_path).name == "step_00000005"
+    state = load_trainer_state(latest_checkpoint(tmp_path))
+    assert state["step"] == 5 and state["data"] == {"batch": 5} and torch.equal(state["rng"], torch.get_rng_state())
+
+
+def test_corrupt_or_incomplete_checkpoints_are_skipped(tmp_path: Path) -> None:
+    good = _save(tmp_path, 1, keep_last=5)
+    bad = _save(tmp_path, 2, keep_last=5)
+    (bad / "model.safetensors").write_bytes(b"\0" * 64)  # bit rot / a torn copy
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        verify_checkpoint(bad)
+    with pytest.warns(UserWarning, match="checksum mismatch"):
+        assert latest_checkpoint(tmp_path) == good
+    # A directory left by a kill during the rename window has no marker: never used, removed on next save.
+    partial = tmp_path / "checkpoints" / "step_00000003"
+    partial.mkdir()
+    (tmp_path / "checkpoints" / ".tmp-step_00000004-999").mkdir()
+    with pytest.raises(ValueError, match="incomplete checkpoint"):
+        verify_checkpoint(partial)
+    with pytest.warns(UserWarning):
+        assert latest_checkpoint(tmp_path) == good
+    _save(tmp_path, 5, keep_last=5)
+    assert not (tmp_path / "checkpoints" / ".tmp-step_00000004-999").exists()
+
+
+def test_metrics_jsonl_resume_truncation_and_plot(tmp_path: Path) -> None:
+    log = MetricsLogger(tmp_path, tensorboard=False)
+    for step in range(1, 6):
+        log.log({"step": step, "split": "train", "loss": 5.0 / step, "lr": 1e-3, "mlm_acc": 0.1 * step})
+    log.log({"step": 5, "split": "eval", "eval_loss": 2.0, "eval_mlm_acc": 0.3})
+    log.truncate_after(3)  # resumed from step 3: steps 4-5 will be logged again
+    log.log({"step": 4, "split": "train", "loss": float("nan"), "lr": 1e-3})
+    with (tmp_path / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 5, "lo')  # a line cut by SIGKILL
+    records = read_metrics(tmp_path)
+    assert [r["step"] for r in records] == [1, 2, 3, 4] and records[-1]["loss"] is None
+    paths = plot_run(tmp_path)
+    assert {p.name for p in paths} >= {"loss.png", "lr.png", "mlm_acc.png"}
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
+    assert main(["plot", str(tmp_path), "--out", str(tmp_path / "png")]) == 0
+    assert (tmp_path / "png" / "loss.png").is_file()
+    assert main(["plot", str(tmp_path / "nowhere")]) == 2
+
+
+def test_plot_without_matplotlib_says_how_to_install(tmp_path: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *args, **kw):  # noqa: ANN002, ANN003, ANN202
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kw)
+
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "loss": 1.0}) + "\n")
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert main(["plot", str(tmp_path)]) == 2
+    assert "pip install 'litebert[plot]'" in capsys.readouterr().err

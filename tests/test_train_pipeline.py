@@ -1,0 +1,101 @@
+"""`litebert pretrain` on real text: data dir + tokenizer checks, CLI flags and config file, init-from, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import litebert
+from litebert.cli import main
+from litebert.data import DataConfig, build
+from litebert.pipeline import PretrainJob, run_job
+from litebert.train import TrainConfig
+
+FAST = ["--max-steps", "3", "--batch-size", "4", "--save-every", "2", "--eval-every", "3", "--no-progress"]
+TINY = {"num_layers": 2, "hidden_size": 32, "embedding_size": 16, "intermediate_size": 64, "num_heads": 2}
+
+
+@pytest.fixture(scope="module")
+def chapters(shared_data: Path) -> list[Path]:
+    return sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:8]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tokenizer_dir: Path, chapters: list[Path], tmp_path_factory) -> Path:  # noqa: ANN001
+    out = tmp_path_factory.mktemp("data")
+    config = DataConfig(max_seq_length=64, max_predictions_per_seq=10, masking="dynamic", eval_fraction=0.25)
+    build(chapters, tokenizer_dir, out, config, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def other_tokenizer(chapters: list[Path], tmp_path_factory) -> Path:  # noqa: ANN001
+    from litebert.tokenizer import train_tokenizer
+
+    out = tmp_path_factory.mktemp("other_tokenizer")
+    train_tokenizer(chapters[:4], out, vocab_size=400)
+    return out
+
+
+def _config_file(tmp_path: Path, **extra: object) -> Path:
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({"model": TINY, **extra}))
+    return path
+
+
+def test_cli_pretrain_on_a_built_data_dir_then_resume(tmp_path: Path, data_dir: Path, tokenizer_dir: Path) -> None:
+    run = tmp_path / "run"
+    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",
+            str(tokenizer_dir), "--out", str(run), *FAST]  # fmt: skip
+    assert main(args) == 0
+    model = litebert.load(run / "model")  # the final model, with its tokenizer beside it
+    assert model.config.vocab_size == json.loads((data_dir / "manifest.json").read_text())["vocab_size"]
+    assert (run / "model" / "spiece.model").read_bytes() == (tokenizer_dir / "spiece.model").read_bytes()
+    summary = json.loads((run / "eval.json").read_text())
+    assert 0.0 <= summary["eval_mlm_acc"] <= 1.0 and summary["eval_masked_tokens"] > 0
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    keys = {"step", "loss", "mlm_acc", "sop_acc", "lr", "grad_norm", "tokens_per_s", "flops_per_s"}
+    assert keys <= set(records[0])
+    assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "5", "--no-progress"]) == 0
+    steps = [r["step"] for r in (json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines())]
+    assert steps[-1] == 5 and json.loads((run / "run_config.json").read_text())["train"]["max_steps"] == 3
+
+
+def test_data_built_with_another_tokenizer_is_refused(
+    tmp_path: Path, data_dir: Path, tokenizer_dir: Path, other_tokenizer: Path
+) -> None:
+    job = PretrainJob(model=TINY, data_dir=str(data_dir), tokenizer=str(other_tokenizer),
+                      train=TrainConfig(max_steps=2, batch_size=4, progress=False))  # fmt: skip
+    with pytest.raises(ValueError, match=r"manifest.json: data built with tokenizer sha256 .* rebuild the data"):
+        run_job(job, tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # nothing written
+    # --init-from a model whose stored tokenizer is not the data's: refused the same way.
+    trained = tmp_path / "trained"
+    assert main(["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",
+                 str(tokenizer_dir), "--out", str(trained), *FAST]) == 0  # fmt: skip
+    litebert.save(litebert.load(trained / "model"), tmp_path / "foreign", tokenizer_dir=other_tokenizer)
+    rc = main(["pretrain", "--init-from", str(tmp_path / "foreign"), "--data", str(data_dir), "--out",
+               str(tmp_path / "again"), *FAST])  # fmt: skip
+    assert rc == 2 and not (tmp_path / "again").exists()
+    # ... and with the matching tokenizer, continued pretraining from the model works.
+    assert main(["pretrain", "--init-from", str(trained / "model"), "--data", str(data_dir), "--out",
+                 str(tmp_path / "cont"), *FAST]) == 0  # fmt: skip
+
+
+def test_config_file_errors_name_the_field(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    cases = {
+        "unknown": ({"trian": {}}, "unknown PretrainJob field(s) ['trian']"),
+        "train_key": ({"train": {"max_step": 3}}, "unknown TrainConfig field(s) ['max_step']"),
+        "train_type": ({"train": {"lr": "fast"}}, "TrainConfig.lr must be float, got 'fast'"),
+        "data_key": ({"data": {"seq_len": 128}}, "unknown DataConfig field(s) ['seq_len']"),
+        "preset_type": ({"preset": 3}, "PretrainJob.preset must be str"),
+    }
+    for name, (content, message) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(content))
+        assert main(["pretrain", "--config", str(path), "--out", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert str(path) in err and message in err, err
+        assert not (tmp_path / name).exists()
