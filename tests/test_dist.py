@@ -32,6 +32,33 @@ def train_config(**kw: object) -> TrainConfig:
     return TrainConfig(**{**base, "log_every": 1, "progress": False, "tensorboard": False, **kw})
 
 
+def eval_source() -> SyntheticBatches:
+    """A held-out pass whose batches split unevenly over 2 ranks is not needed here: sizes divide evenly."""
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    return SyntheticBatches(vocab_size=V, seq_len=T, batch_size=GLOBAL_BATCH, seed=5, num_batches=2, rank=rank,
+                            world_size=world)  # fmt: skip
+
+
+class Interrupted:
+    """A batch source that raises KeyboardInterrupt after `stop` batches (a Ctrl-C on every rank)."""
+
+    def __init__(self, inner: SyntheticBatches, stop: int | None) -> None:
+        self.inner, self.stop, self.n = inner, stop, 0
+
+    def state_dict(self) -> dict:
+        return self.inner.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.inner.load_state_dict(state)
+
+    def __iter__(self):  # noqa: ANN204
+        for batch in self.inner:
+            self.n += 1
+            if self.stop is not None and self.n > self.stop:
+                raise KeyboardInterrupt
+            yield batch
+
+
 def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
     out = tmp_path / parallel
     worker = tmp_path / "worker.py"
@@ -42,17 +69,27 @@ def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
         import test_dist as t
         torch.set_num_threads(1)
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        batches = t.SyntheticBatches(vocab_size=t.V, seq_len=t.T, batch_size=t.GLOBAL_BATCH, rank=rank,
-                                     world_size=world)
+        def source(stop=None):
+            inner = t.SyntheticBatches(vocab_size=t.V, seq_len=t.T, batch_size=t.GLOBAL_BATCH, rank=rank,
+                                       world_size=world)
+            return t.Interrupted(inner, stop)
+
         torch.distributed.init_process_group("gloo")  # ours: pretrain leaves it open for the hashing below
-        summary = t.pretrain(t.model_config(), t.train_config(parallel={parallel!r}), None, {str(out)!r},
-                             batches=batches)
+        cfg = t.train_config(parallel={parallel!r})
+        summary = t.pretrain(t.model_config(), cfg, None, {str(out)!r}, batches=source(), eval_batches=t.eval_source)
         digest = hashlib.sha256()
         for name, p in sorted(summary.model.named_parameters()):
             full = p.full_tensor() if hasattr(p, "full_tensor") else p
             digest.update(name.encode() + full.detach().cpu().numpy().tobytes())
+        # Stopped in step 4 (after the step-2 checkpoint), then resumed by the same two ranks.
+        try:
+            t.pretrain(t.model_config(), cfg, None, {str(out)!r} + "-cut", batches=source(stop=3))
+        except KeyboardInterrupt:
+            pass
+        resumed = t.pretrain(t.model_config(), cfg, None, {str(out)!r} + "-cut", batches=source(), resume=True)
         with open({str(tmp_path)!r} + f"/rank{{rank}}.json", "w") as f:
-            json.dump({{"losses": summary.losses, "digest": digest.hexdigest()}}, f)
+            json.dump({{"losses": summary.losses, "digest": digest.hexdigest(), "eval": summary.eval,
+                        "resumed": resumed.losses, "start": resumed.start_step}}, f)
         torch.distributed.destroy_process_group()
     """)
     )
@@ -68,10 +105,13 @@ def test_torchrun_two_processes_match_one_process(tmp_path: Path, parallel: str)
     ranks, out = _launch(tmp_path, parallel)
     assert ranks[0]["digest"] == ranks[1]["digest"]  # replicas identical after training
     assert ranks[0]["losses"] == ranks[1]["losses"]  # the logged loss is the global mean on every rank
+    assert ranks[0]["start"] == 2 and ranks[0]["resumed"] == ranks[0]["losses"][2:]  # exact resume, sharded too
     torch.set_num_threads(1)
-    single = pretrain(model_config(), train_config(), None, tmp_path / "single",
+    single = pretrain(model_config(), train_config(), None, tmp_path / "single", eval_batches=eval_source,
                       batches=SyntheticBatches(vocab_size=V, seq_len=T, batch_size=GLOBAL_BATCH))  # fmt: skip
     torch.testing.assert_close(torch.tensor(ranks[0]["losses"]), torch.tensor(single.losses), rtol=1e-5, atol=1e-6)
+    for key in ("eval_mlm_loss", "eval_sop_loss", "eval_mlm_acc", "eval_masked_tokens"):
+        assert ranks[0]["eval"][key] == pytest.approx(single.eval[key], rel=1e-5), key
     # Rank 0 alone wrote the run directory, and its final model is the single-process one (within float noise).
     assert (out / "checkpoints" / "step_00000004" / "complete.json").is_file()
     a, b = litebert.load(out / "model").state_dict(), litebert.load(single.model_dir).state_dict()
