@@ -91,7 +91,8 @@ def _profile(tokenizer: Path, corpus: Path) -> None:
     import numpy as np
 
     from litebert.data.config import DataConfig
-    from litebert.data.examples import Vocab, documents_from_ids, make_examples, window_rng
+    from litebert.data.examples import Vocab, make_examples, window_rng
+    from litebert.data.pairs import Documents
     from litebert.text import ReadConfig, read_documents, split_sentences
     from litebert.tokenizer import Tokenizer
 
@@ -108,7 +109,7 @@ def _profile(tokenizer: Path, corpus: Path) -> None:
     ids = tok.sp.encode(flat, out_type=int)
     stages["SentencePiece encode"], t = clock() - t, clock()
     bounds = np.concatenate(([0], np.cumsum([len(d) for d in docs]))).tolist()
-    documents = documents_from_ids([ids[bounds[i] : bounds[i + 1]] for i in range(len(docs))])
+    documents = Documents.from_lists([ids[bounds[i] : bounds[i + 1]] for i in range(len(docs))])
     config = DataConfig(masking="dynamic", dupe_factor=1)
     stages["ids -> arrays"], t = clock() - t, clock()
     make_examples(documents, config, vocab, passes=1, pair_rng=window_rng(1, 0, 1), mask_rng=window_rng(1, 0, 2))

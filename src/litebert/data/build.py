@@ -38,11 +38,11 @@ from litebert.data.examples import (
     _TRAIN_MASKS,
     _TRAIN_PAIRS,
     Vocab,
-    documents_from_ids,
     make_examples,
     split_documents,
     window_rng,
 )
+from litebert.data.pairs import Documents
 from litebert.data.shards import (
     FORMAT_VERSION,
     MANIFEST,
@@ -52,7 +52,7 @@ from litebert.data.shards import (
     ShardWriter,
     finished_shards,
     remove_partial,
-    shard_name,
+    shard_sizes,
     write_json,
 )
 from litebert.text import ReadConfig, iter_files, read_documents, split_sentences
@@ -91,7 +91,7 @@ def _process_window(index: int, docs: list[list[str]]) -> WindowResult:
     sizes = [len(d) for d in docs]
     flat = _WORKER["tok"].encode_batch([s for d in docs for s in d])
     bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
-    ids = documents_from_ids([flat[bounds[i] : bounds[i + 1]] for i in range(len(docs))])
+    ids = Documents.from_lists([flat[bounds[i] : bounds[i + 1]] for i in range(len(docs))])
     # A seeded fraction of the (non-empty) documents is held out for evaluation, per window.
     is_eval = window_rng(config.seed, index, _EVAL_SPLIT).random(len(ids)) < config.eval_fraction
     train_docs, eval_docs = split_documents(ids, is_eval)
@@ -216,14 +216,9 @@ def _known_windows(out: Path) -> list[dict]:
     return known
 
 
-def _done(split_dir: Path) -> int:
-    n = finished_shards(split_dir)
-    return sum(len(np.load(split_dir / shard_name(s) / "a_len.npy", mmap_mode="r")) for s in range(n))
-
-
 def _resume_plan(out: Path, known: list[dict]) -> tuple[set[int], dict[str, int]]:
     """Windows whose examples all lie in finished shards, and how many examples each split already holds."""
-    done = {split: _done(out / split) for split in SPLITS}
+    done = {split: sum(shard_sizes(out / split)) for split in SPLITS}
     ends = {split: np.cumsum([w[split] for w in known]) for split in SPLITS}
     skip = {k for k in range(len(known)) if all(ends[s][k] <= done[s] for s in SPLITS)}
     return skip, done
@@ -306,9 +301,8 @@ def _write(result: WindowResult, writers: dict, n_known: int, totals: dict, done
 def _manifest(identity: dict, vocab: Vocab, token_dtype: np.dtype, out: Path, totals: dict) -> dict:
     splits = {}
     for split in SPLITS:
-        n = finished_shards(out / split)
-        sizes = [len(np.load(out / split / shard_name(s) / "a_len.npy", mmap_mode="r")) for s in range(n)]
-        splits[split] = {"examples": sum(sizes), "shards": n, "shard_examples": sizes}
+        sizes = shard_sizes(out / split)
+        splits[split] = {"examples": sum(sizes), "shards": len(sizes), "shard_examples": sizes}
     return {
         **identity,
         "special_ids": {"cls": vocab.cls_id, "sep": vocab.sep_id, "mask": vocab.mask_id, "pad": vocab.pad_id},

@@ -8,7 +8,6 @@ the bytes produced do not depend on how many processes share the work.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
@@ -62,19 +61,6 @@ def example_rng(entropy: int | list[int], split: str, epoch: int, index: int) ->
     """The generator of the dynamic masks of one example in one epoch: a pure function of its arguments."""
     key = (1, int(split == "eval"), epoch, index)
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
-
-
-def documents_from_ids(docs: list[list[list[int]]]) -> Documents:
-    """Documents from per-sentence id lists, empty sentences and documents dropped (official reader)."""
-    sents = [s for d in docs for s in d if s]
-    counts = [c for c in (sum(1 for s in d if s) for d in docs) if c]
-    lengths = np.fromiter(map(len, sents), dtype=np.int64, count=len(sents))
-    tokens = np.fromiter(chain.from_iterable(sents), dtype=np.int32, count=int(lengths.sum()))
-    return Documents(
-        tokens=tokens,
-        sent_offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
-        doc_offsets=np.concatenate(([0], np.cumsum(counts, dtype=np.int64))).astype(np.int64),
-    )
 
 
 def mask_examples(

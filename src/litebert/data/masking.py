@@ -4,7 +4,8 @@ The rules follow PAPER.md §3 and google-research/albert create_pretraining_data
 
 * candidates are whole words: a piece starts a word when the tokenizer's word-start mask says so ("▁" prefix,
   punctuation, special symbol); [CLS]/[SEP] are never candidates;
-* budget ``num_to_predict = min(max_predictions, max(1, round(len(tokens) * prob)))``;
+* budget ``num_to_predict = min(max_predictions, max(1, round(len(tokens) * prob)))`` (none at all when prob
+  is 0, as the official early return);
 * span lengths n in 1..max_ngram words with p(n) ∝ 1/n (favor_shorter_ngram), drawn for every word start,
   starts visited in shuffled order; near the budget the span backs off to shorter n; a span touching an
   already-covered word is skipped;
@@ -23,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from litebert.data.pairs import ranges
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,7 @@ class MaskedBatch:
     ``positions``/``labels`` are (N, max_predictions), positions relative to each example, padded with 0 / -100.
     ``ngrams[k, j]`` counts accepted spans of j+1 words in example k; ``unforced`` counts those whose length
     neither the budget (room left for the longest span at that start) nor the segment's end (max_ngram words
-    left) could shape, so
-    statistics can report the n-gram distribution "when the budget does not bind".
+    left) could shape, so statistics can report the n-gram distribution "when the budget does not bind".
     """
 
     input_ids: np.ndarray
@@ -224,7 +226,7 @@ def _apply(input_ids, offsets, words, spans, ngrams, unforced, rules, rng) -> Ma
     span = np.array(spans, dtype=np.int64).reshape(-1, 2)
     first, last = span[:, 0], span[:, 0] + span[:, 1] - 1
     t0 = words.start[first]
-    pos = np.sort(np.repeat(t0, words.end[last] - t0) + _within(words.end[last] - t0))
+    pos = np.sort(ranges(t0, words.end[last] - t0))
     labels = input_ids[pos]
     out = input_ids.copy()
     ex = np.searchsorted(offsets, pos, side="right") - 1
@@ -247,11 +249,6 @@ def _apply(input_ids, offsets, words, spans, ngrams, unforced, rules, rng) -> Ma
 
 def _generator(rng, k: int) -> np.random.Generator:
     return rng if isinstance(rng, np.random.Generator) else rng[k]
-
-
-def _within(lengths: np.ndarray) -> np.ndarray:
-    """0..l-1 for every l, concatenated."""
-    return np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 def mask_sequence(

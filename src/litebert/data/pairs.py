@@ -18,7 +18,9 @@ google-research/albert create_pretraining_data.py:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -35,16 +37,18 @@ class Documents:
     doc_offsets: np.ndarray
 
     @classmethod
-    def from_lists(cls, docs: list[list[list[int] | np.ndarray]]) -> Documents:
-        """Build from per-document lists of per-sentence ids, dropping empty sentences and documents as the
-        official reader does."""
-        sents = [np.asarray(s, dtype=np.int32) for d in docs for s in d if len(s)]
+    def from_lists(cls, docs: Sequence[Sequence[Sequence[int]]]) -> Documents:
+        """Build from per-document lists of per-sentence ids (lists or arrays), dropping empty sentences and
+        documents as the official reader does."""
+        sents = [s for d in docs for s in d if len(s)]
         counts = [c for c in (sum(1 for s in d if len(s)) for d in docs) if c]
-        lengths = np.array([len(s) for s in sents], dtype=np.int64)
-        tokens = np.concatenate(sents) if sents else np.zeros(0, dtype=np.int32)
-        sent_offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        doc_offsets = np.concatenate(([0], np.cumsum(counts, dtype=np.int64))).astype(np.int64)
-        return cls(tokens=tokens, sent_offsets=sent_offsets, doc_offsets=doc_offsets)
+        lengths = np.fromiter(map(len, sents), dtype=np.int64, count=len(sents))
+        tokens = np.fromiter(chain.from_iterable(sents), dtype=np.int32, count=int(lengths.sum()))
+        return cls(
+            tokens=tokens,
+            sent_offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+            doc_offsets=np.concatenate(([0], np.cumsum(counts, dtype=np.int64))).astype(np.int64),
+        )
 
     def select(self, index: np.ndarray) -> Documents:
         """The documents ``index`` (in that order) as a new contiguous Documents, in vectorised copies."""

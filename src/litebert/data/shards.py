@@ -86,6 +86,13 @@ def finished_shards(split_dir: Path) -> int:
     return n
 
 
+def shard_sizes(split_dir: Path) -> list[int]:
+    """Example counts of the complete shards of a split directory."""
+    return [
+        len(np.load(split_dir / shard_name(s) / "a_len.npy", mmap_mode="r")) for s in range(finished_shards(split_dir))
+    ]
+
+
 def remove_partial(split_dir: Path) -> None:
     """Delete leftovers of an interrupted write (``*.tmp`` directories); complete shards are never touched."""
     if split_dir.is_dir():
