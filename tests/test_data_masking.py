@@ -121,7 +121,7 @@ def test_static_masks_in_chunks_are_consistent(examples, tok, monkeypatch):
     ids, offsets = examples
     docs = Documents(tokens=ids[: offsets[30]].copy(), sent_offsets=offsets[:31], doc_offsets=np.arange(31))
     vocab = Vocab.from_tokenizer(tok)
-    monkeypatch.setattr(ex_mod, "MASK_CHUNK", 7)  # several chunks, one generator
+    monkeypatch.setattr(ex_mod, "CHUNK", 7)  # several chunks, one generator
 
     def run(masking):
         cfg = DataConfig(max_seq_length=128, masking=masking, dupe_factor=2)

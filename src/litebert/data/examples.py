@@ -18,7 +18,7 @@ from litebert.data.shards import ExampleBatch
 
 # Spawn-key purposes; the first key word separates build-time streams (0) from batch-time masks (1).
 _EVAL_SPLIT, _TRAIN_PAIRS, _TRAIN_MASKS, _EVAL_PAIRS, _EVAL_MASKS = range(5)
-MASK_CHUNK = 2048  # examples masked per call (bounds temporary memory; see _mask_in_chunks)
+CHUNK = 2048  # examples laid out and masked per call (bounds temporary memory; see make_examples)
 
 
 @dataclass(frozen=True)
@@ -103,31 +103,23 @@ def make_examples(
     ]
     pairs = Pairs(**{f: np.concatenate([getattr(p, f) for p in all_pairs]) for f in Pairs.FIELDS})
     pairs = pairs.take(pair_rng.permutation(len(pairs)))
-    ids, offsets, a_len = assemble(shuffled.tokens, pairs, vocab.cls_id, vocab.sep_id)
-    batch = ExampleBatch(
-        input_ids=ids, offsets=offsets, a_len=a_len.astype(np.int32), label=pairs.label.astype(np.int8)
-    )
-    if config.masking == "static":
-        _mask_in_chunks(batch, vocab, vocab.rules(config), mask_rng)
-    return batch
-
-
-def _mask_in_chunks(batch: ExampleBatch, vocab: Vocab, rules: MaskingRules, rng: np.random.Generator) -> None:
-    """Static masks, MASK_CHUNK examples at a time: masking's per-token temporaries stay small even for a
-    window with dupe_factor 40 (the chunks draw from one generator in order, so the result is deterministic)."""
-    n = len(batch)
-    positions = np.zeros((n, rules.max_predictions), dtype=np.int32)
-    labels = np.full((n, rules.max_predictions), -100, dtype=np.int32)
-    ngrams = np.zeros((n, rules.max_ngram), dtype=np.uint8)
-    free = np.zeros((n, rules.max_ngram), dtype=np.uint8)
-    for k0 in range(0, n, MASK_CHUNK):
-        k1 = min(k0 + MASK_CHUNK, n)
-        t0, t1 = int(batch.offsets[k0]), int(batch.offsets[k1])
-        m = mask_examples(batch.input_ids[t0:t1], batch.offsets[k0 : k1 + 1] - t0, vocab, rules, rng)
-        batch.input_ids[t0:t1] = m.input_ids
-        positions[k0:k1], labels[k0:k1] = m.positions, m.labels
-        ngrams[k0:k1], free[k0:k1] = np.minimum(m.ngrams, 255), np.minimum(m.unforced, 255)
-    batch.masked_positions, batch.masked_labels, batch.ngrams, batch.ngrams_free = positions, labels, ngrams, free
+    # Lay out and mask CHUNK examples at a time: the per-token temporaries stay small even for a window with
+    # dupe_factor 40; the chunks draw from one generator in order, so the result is deterministic.
+    rules = vocab.rules(config)
+    parts = []
+    for k0 in range(0, len(pairs), CHUNK):
+        sub = pairs.take(np.arange(k0, min(k0 + CHUNK, len(pairs))))
+        ids, offsets, a_len = assemble(shuffled.tokens, sub, vocab.cls_id, vocab.sep_id)
+        part = ExampleBatch(
+            input_ids=ids, offsets=offsets, a_len=a_len.astype(np.int32), label=sub.label.astype(np.int8)
+        )
+        if config.masking == "static":
+            m = mask_examples(ids, offsets, vocab, rules, mask_rng)
+            part.input_ids = m.input_ids
+            part.masked_positions, part.masked_labels = m.positions.astype(np.int32), m.labels.astype(np.int32)
+            part.ngrams, part.ngrams_free = (np.minimum(x, 255).astype(np.uint8) for x in (m.ngrams, m.unforced))
+        parts.append(part)
+    return ExampleBatch.concat(parts)
 
 
 def _empty_masks(config: DataConfig) -> dict:
