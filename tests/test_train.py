@@ -221,3 +221,31 @@ def test_train_config_refuses_unknown_keys_and_wrong_types() -> None:
         TrainConfig(precision="fp8")
     with pytest.raises(ValueError, match="TrainConfig.grad_checkpointing must be bool"):
         TrainConfig.from_dict({"grad_checkpointing": 1})
+
+
+def test_evaluate_counts_and_baselines() -> None:
+    from types import SimpleNamespace
+
+    from litebert.train import evaluate
+
+    class Constant(torch.nn.Module):
+        """Always predicts token 7 and SOP label 1; losses fixed."""
+
+        def forward(self, masked_labels: torch.Tensor, sentence_order_label: torch.Tensor, **_: torch.Tensor):
+            logits = torch.zeros(*masked_labels.shape, 10)
+            logits[..., 7] = 1.0
+            sop = torch.tensor([[0.0, 1.0]]).expand(len(sentence_order_label), 2)
+            return SimpleNamespace(mlm_logits=logits, sop_logits=sop, mlm_loss=torch.tensor(2.0),
+                                   sop_loss=torch.tensor(0.5))  # fmt: skip
+
+    batch = {
+        "masked_labels": torch.tensor([[7, 7, 3, -100], [7, 5, -100, -100]]),
+        "sentence_order_label": torch.tensor([1, 0]),
+        "input_ids": torch.zeros(2, 4, dtype=torch.long),
+    }
+    result = evaluate(Constant(), [batch, batch], vocab_size=10)
+    assert result["eval_mlm_acc"] == pytest.approx(3 / 5) and result["eval_masked_tokens"] == 10
+    assert result["eval_majority_acc"] == pytest.approx(3 / 5)
+    assert result["eval_unigram_acc"] == pytest.approx((3 / 5) ** 2 + 2 * (1 / 5) ** 2)
+    assert result["eval_sop_acc"] == 0.5 and result["eval_sop_majority_acc"] == 0.5
+    assert result["eval_loss"] == pytest.approx(2.5)

@@ -27,7 +27,9 @@ def evaluate(
 
     With `vocab_size`, also the unigram baselines on the same masked labels: always predicting the most
     frequent label (`eval_majority_acc`, an upper bound for any context-free constant guess, as it uses
-    the held-out counts themselves) and guessing by frequency (`eval_unigram_acc` = sum p_i^2).
+    the held-out counts themselves) and guessing by frequency (`eval_unigram_acc` = sum p_i^2). The SOP
+    labels need not be balanced (a one-sentence chunk always gets a random B, label 1: PAPER.md section 3),
+    so `eval_sop_majority_acc` is the SOP accuracy of always answering the more frequent label.
     Under DDP pass the unwrapped model (no collectives in its forward); under FSDP the sharded one.
     """
     from litebert.train.loop import autocast
@@ -35,8 +37,8 @@ def evaluate(
     env = env or dist.DistEnv()
     was_training = model.training
     model.eval()
-    # [mlm loss * n, mlm correct, n masked, sop loss * m, sop correct, m pairs, batches]
-    totals = torch.zeros(7, dtype=torch.float64)
+    # [mlm loss * n, mlm correct, n masked, sop loss * m, sop correct, m pairs, batches, sop label 1 count]
+    totals = torch.zeros(8, dtype=torch.float64)
     counts = torch.zeros(vocab_size or 1, dtype=torch.float64)
     for batch, real in _lockstep(batches, env, model, max_batches):
         batch = {k: v.to(env.device) for k, v in batch.items()}
@@ -81,7 +83,7 @@ def _batch_totals(out: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     labels = batch["masked_labels"]
     valid = labels != IGNORE
     n = float(valid.sum())
-    t = torch.zeros(7, dtype=torch.float64)
+    t = torch.zeros(8, dtype=torch.float64)
     t[0], t[2], t[6] = float(out.mlm_loss) * n, n, 1.0
     t[1] = float(((out.mlm_logits.argmax(-1) == labels) & valid).sum())
     sop = batch.get("sentence_order_label")
@@ -90,6 +92,7 @@ def _batch_totals(out: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         m = float(has_label.sum())
         t[3], t[5] = float(out.sop_loss) * m, m
         t[4] = float(((out.sop_logits.argmax(-1) == sop) & has_label).sum())
+        t[7] = float((sop == 1).sum())
     return t
 
 
@@ -105,6 +108,8 @@ def _summary(t: torch.Tensor, counts: torch.Tensor | None) -> dict[str, Any]:
     loss = result["eval_mlm_loss"]
     if t[5] > 0:
         result.update(eval_sop_loss=float(t[3] / t[5]), eval_sop_acc=float(t[4] / t[5]), eval_pairs=int(t[5]))
+        ones = float(t[7] / t[5])
+        result["eval_sop_majority_acc"] = max(ones, 1.0 - ones)
         loss += result["eval_sop_loss"]
     result["eval_loss"] = loss
     if counts is not None:
