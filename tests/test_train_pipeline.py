@@ -99,3 +99,24 @@ def test_config_file_errors_name_the_field(tmp_path: Path, capsys) -> None:  # n
         err = capsys.readouterr().err
         assert str(path) in err and message in err, err
         assert not (tmp_path / name).exists()
+
+
+def test_init_from_a_transformers_albert_dir(tmp_path: Path, data_dir: Path, tokenizer_dir: Path) -> None:
+    from litebert.hf import save_hf
+
+    vocab = json.loads((data_dir / "manifest.json").read_text())["vocab_size"]
+    model = litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=vocab, **TINY))
+    hf_dir = save_hf(model, tmp_path / "hf", tokenizer_dir=tokenizer_dir)
+    assert json.loads((hf_dir / "config.json").read_text())["model_type"] == "albert"
+    out = tmp_path / "cont"
+    assert main(["pretrain", "--init-from", str(hf_dir), "--data", str(data_dir), "--out", str(out), *FAST]) == 0
+    start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])["loss"]
+    fresh = model(**next(iter(_batches(data_dir)))).loss.item()
+    assert abs(start - fresh) < 0.5  # began from the given weights (only dropout noise differs)
+    assert litebert.load(out / "model").config == litebert.weights.load_config(hf_dir)
+
+
+def _batches(data_dir: Path):  # noqa: ANN202
+    from litebert.data import PretrainingBatches
+
+    return PretrainingBatches(data_dir, batch_size=4, seed=0)
