@@ -78,6 +78,13 @@ def run_rt(args: argparse.Namespace, split_dir: Path, name: str, random_init: bo
         text_columns=("text",), label_column="label", max_steps=args.max_steps, eval_every=args.eval_every,
         lr=lr, batch_size=32, max_seq_length=args.max_seq_length, warmup=0.1, seed=args.seed,
     )  # fmt: skip
+    done = Path(cfg.out) / "results.json"
+    if done.is_file():  # a finished run is reused (delete its directory to repeat it)
+        r = json.loads(done.read_text())
+        run = {"lr": lr, "dev_accuracy": r["best"]["value"], "best_step": r["best"]["step"], "reused": True,
+               "seconds": round(r["history"][-1]["seconds"], 1), "best_dir": Path(cfg.out) / "best"}  # fmt: skip
+        print(name, "reused", done, flush=True)
+        return run
     start = time.perf_counter()
     result = finetune(cfg)
     run = {"lr": lr, "dev_accuracy": result.best_value, "best_step": result.best_step,
