@@ -115,6 +115,7 @@ def test_cli_squad_evaluate_prints_official_scores(capsys, tmp_path):
         ("regression", "sts.tsv", "corr", {}),
         ("similarity", "sts.tsv", "spearman", {}),
         ("classification", "pairs.csv", "accuracy", {"text_columns": ("premise", "hypothesis")}),
+        ("similarity", "pairs.csv", "accuracy", {"text_columns": ("premise", "hypothesis"), "label_column": "label"}),
     ],
 )
 def test_other_tasks_run(model_dir, tmp_path, task, train, metric, extra):

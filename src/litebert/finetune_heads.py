@@ -108,18 +108,26 @@ class ChoiceHead(nn.Module):
 
 
 class PairEmbeddingHead(nn.Module):
-    """Bi-encoder: mean-pool each sentence, cosine similarity, MSE to the target (CosineSimilarityLoss)."""
+    """Bi-encoder: mean-pool each sentence. One output: cosine similarity, MSE to the target score
+    (CosineSimilarityLoss); k outputs: Linear(3H, k) on (u, v, |u - v|), cross-entropy (Sentence-BERT's
+    softmax objective for labelled pairs)."""
 
     def __init__(self, config: ModelConfig, num_outputs: int = 1):
         super().__init__()
+        self.classifier = nn.Linear(3 * config.hidden_size, num_outputs) if num_outputs > 1 else None
 
     def forward(self, backbone: Albert, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         u = mean_pool(encode(backbone, batch)[0], batch["attention_mask"])
         v = mean_pool(encode(backbone, batch, "b_")[0], batch["b_attention_mask"])
         cos = F.cosine_similarity(u.float(), v.float(), dim=-1)  # (B,)
         out = {"cosine": cos}
+        if self.classifier is not None:
+            out["logits"] = self.classifier(torch.cat([u, v, (u - v).abs()], dim=-1))  # (B, k)
         if "labels" in batch:
-            out["loss"] = F.mse_loss(cos, batch["labels"].float())
+            if self.classifier is None:
+                out["loss"] = F.mse_loss(cos, batch["labels"].float())
+            else:
+                out["loss"] = F.cross_entropy(out["logits"].float(), batch["labels"])
         return out
 
 

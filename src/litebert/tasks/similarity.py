@@ -4,7 +4,9 @@ bi-encoder trained with the cosine-similarity loss, and the Lee document-similar
 Each sentence is encoded on its own ([CLS] text [SEP]) and mean-pooled (litebert.embed); training regresses
 cos(u, v) on the gold score mapped linearly from the training file's [min, max] to [0, 1] (Sentence-BERT's
 CosineSimilarityLoss recipe, Reimers & Gurevych 2019). Scored by Spearman (the main figure, rank-based so
-the mapping does not matter) and Pearson correlation of cos(u, v) with the gold scores.
+the mapping does not matter) and Pearson correlation of cos(u, v) with the gold scores. When the label
+column holds class names (labelled pairs such as NLI), training uses Sentence-BERT's softmax objective, a
+linear classifier on (u, v, |u - v|), scored by accuracy; the embeddings are still the mean-pooled states.
 """
 
 from __future__ import annotations
@@ -18,32 +20,43 @@ import numpy as np
 
 from litebert.tasks.base import TaskData
 from litebert.tasks.common import Report, TokenizerLike, open_text, pack_pair, read_table, table_header
-from litebert.tasks.metrics import pearson, spearman
+from litebert.tasks.metrics import accuracy, pearson, spearman
 
 
 @dataclass
 class ScoredPair:
     a: str
     b: str
-    score: float | None
+    score: float | str | None  # a class label for labelled pairs
     line: int
 
 
-def read_scored_pairs(path: str | Path, text_columns: tuple[str, ...], score_column: str | None) -> list[ScoredPair]:
+def read_scored_pairs(
+    path: str | Path, text_columns: tuple[str, ...], score_column: str | None, *, numeric: bool = True
+) -> list[ScoredPair]:
+    """Sentence pairs with a numeric score (or, numeric=False, a class label such as NLI's)."""
     if len(text_columns) != 2:
         raise ValueError(f"similarity needs exactly two text columns, got {list(text_columns)}")
     out = []
     for line, row in read_table(path, [*text_columns, *([score_column] if score_column else [])]):
-        score = None
-        if score_column:
+        score: float | str | None = row[score_column].strip() if score_column else None
+        if score is not None and numeric:
             try:
-                score = float(row[score_column])
+                score = float(score)
             except ValueError:
                 raise ValueError(f"{path}: line {line}: score {row[score_column]!r} is not a number") from None
         out.append(ScoredPair(row[text_columns[0]], row[text_columns[1]], score, line))
     if not out:
         raise ValueError(f"{path}: no pairs")
     return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def read_lee(documents: str | Path, similarities: str | Path) -> tuple[list[str], list[tuple[int, int, float]]]:
@@ -96,11 +109,15 @@ class SimilarityTask:
         score_column = cfg.label_column
         if mode == "predict" and score_column not in table_header(path):
             score_column = None
-        pairs = read_scored_pairs(path, tuple(cfg.text_columns), score_column)
+        pairs = read_scored_pairs(path, tuple(cfg.text_columns), score_column, numeric=False)
         if mode == "train":
-            scores = [p.score for p in pairs]
-            state["score_range"] = [min(scores), max(scores)]
-        lo, hi = state["score_range"]
+            if all(_is_number(p.score) for p in pairs):
+                scores = [float(p.score) for p in pairs]
+                state["score_range"] = [min(scores), max(scores)]
+            else:  # labelled pairs (e.g. NLI): Sentence-BERT's softmax objective
+                state["labels"] = sorted({p.score for p in pairs})
+        if "labels" in state:
+            self.main_metric = "accuracy"
         report = Report(str(path))
         feats = []
         for p in pairs:
@@ -108,12 +125,25 @@ class SimilarityTask:
             b = _single(tok, p.b, cfg.max_seq_length, report, f"line {p.line}")
             f = {**a, **{f"b_{k}": v for k, v in b.items()}}
             if p.score is not None:
-                f["labels"] = np.float32((p.score - lo) / (hi - lo) if hi > lo else 0.0)
+                f["labels"] = self._target(path, p, state)
+                p.score = float(p.score) if "score_range" in state else p.score
             feats.append(f)
         return TaskData(features=feats, examples=pairs, report=report)
 
+    def _target(self, path: str | Path, p: ScoredPair, state: dict[str, Any]) -> np.generic:
+        if "labels" in state:
+            if p.score not in state["labels"]:
+                raise ValueError(
+                    f"{path}: line {p.line}: label {p.score!r} never seen in training; known labels: {state['labels']}"
+                )
+            return np.int64(state["labels"].index(p.score))
+        if not _is_number(p.score):
+            raise ValueError(f"{path}: line {p.line}: score {p.score!r} is not a number")
+        lo, hi = state["score_range"]
+        return np.float32((float(p.score) - lo) / (hi - lo) if hi > lo else 0.0)
+
     def num_outputs(self, state: dict[str, Any]) -> int:
-        return 1
+        return len(state["labels"]) if "labels" in state else 1
 
     def pad_values(self, tok: TokenizerLike) -> dict[str, int]:
         return {
@@ -125,6 +155,10 @@ class SimilarityTask:
     def score(
         self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
     ) -> dict[str, float]:
+        if "labels" in state:
+            pred = np.argmax(np.stack(outputs["logits"]), axis=-1)
+            gold = np.array([state["labels"].index(p.score) for p in data.examples])
+            return {"accuracy": accuracy(pred, gold)}
         cos = np.stack(outputs["cosine"]).reshape(-1)
         gold = np.array([p.score for p in data.examples], dtype=np.float64)
         return {"spearman": spearman(cos, gold), "pearson": pearson(cos, gold)}
@@ -133,4 +167,8 @@ class SimilarityTask:
         self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
     ) -> list[dict[str, Any]]:
         cos = np.stack(outputs["cosine"]).reshape(-1)
-        return [{"line": p.line, "cosine": float(c)} for p, c in zip(data.examples, cos, strict=True)]
+        out = [{"line": p.line, "cosine": float(c)} for p, c in zip(data.examples, cos, strict=True)]
+        if "labels" in state:
+            for row, logits in zip(out, outputs["logits"], strict=True):
+                row["label"] = state["labels"][int(np.argmax(logits))]
+        return out
