@@ -31,17 +31,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from litebert.data.config import DataConfig
-from litebert.data.examples import (
-    _EVAL_MASKS,
-    _EVAL_PAIRS,
-    _EVAL_SPLIT,
-    _TRAIN_MASKS,
-    _TRAIN_PAIRS,
-    Vocab,
-    make_examples,
-    split_documents,
-    window_rng,
-)
+from litebert.data.examples import Vocab, window_examples
 from litebert.data.pairs import Documents
 from litebert.data.shards import (
     FORMAT_VERSION,
@@ -85,38 +75,17 @@ def _process_window(index: int, docs: list[list[str]]) -> WindowResult:
     """Sentence split + tokenize + examples of one window (runs in a worker, or in-process with 1 worker)."""
     config: DataConfig = _WORKER["config"]
     read: ReadConfig = _WORKER["read"]
-    vocab: Vocab = _WORKER["vocab"]
     if read.split:
         docs = [[s for p in d for s in split_sentences(p, read.language)] for d in docs]
     sizes = [len(d) for d in docs]
     flat = _WORKER["tok"].encode_batch([s for d in docs for s in d])
     bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
     ids = Documents.from_lists([flat[bounds[i] : bounds[i + 1]] for i in range(len(docs))])
-    # A seeded fraction of the (non-empty) documents is held out for evaluation, per window.
-    is_eval = window_rng(config.seed, index, _EVAL_SPLIT).random(len(ids)) < config.eval_fraction
-    train_docs, eval_docs = split_documents(ids, is_eval)
-    seed = config.seed
-    train = make_examples(
-        train_docs,
-        config,
-        vocab,
-        passes=config.dupe_factor,
-        pair_rng=window_rng(seed, index, _TRAIN_PAIRS),
-        mask_rng=window_rng(seed, index, _TRAIN_MASKS),
-    )
-    # Held-out documents get one pass: duplicating them would only repeat the same evaluation.
-    held = make_examples(
-        eval_docs,
-        config,
-        vocab,
-        passes=1,
-        pair_rng=window_rng(seed, index, _EVAL_PAIRS),
-        mask_rng=window_rng(seed, index, _EVAL_MASKS),
-    )
+    train, held, n_eval = window_examples(index, ids, config, _WORKER["vocab"])
     counts = {
         "window": index,
         "documents": len(ids),
-        "eval_documents": int(is_eval.sum()),
+        "eval_documents": n_eval,
         "sentences": len(ids.sent_offsets) - 1,
         "tokens": len(ids.tokens),
         "train": len(train),

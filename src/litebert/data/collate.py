@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from litebert.data.examples import example_rng
-from litebert.data.masking import MaskingRules, mask_batch
+from litebert.data.config import DataConfig
+from litebert.data.examples import Vocab, example_rng, mask_examples
 from litebert.data.shards import WORD_START, ShardSet, check_tokenizer, read_manifest
 
 
@@ -39,21 +39,12 @@ class _Reader:
             check_tokenizer(self.manifest, checksum, self.dir)
         self.split, self.seed = split, seed
         self.shards = ShardSet(self.dir, split, self.manifest)
-        settings = self.manifest["settings"]
-        self.max_len = settings["max_seq_length"]
-        self.max_predictions = settings["max_predictions_per_seq"]
-        self.static = settings["masking"] == "static"
-        ids = self.manifest["special_ids"]
-        self.cls_id, self.sep_id, self.pad_id = ids["cls"], ids["sep"], ids["pad"]
-        self.rules = MaskingRules(
-            masked_lm_prob=settings["masked_lm_prob"],
-            max_predictions=self.max_predictions,
-            max_ngram=settings["max_ngram"],
-            vocab_size=self.manifest["vocab_size"],
-            mask_id=ids["mask"],
-        )
-        self.word_start = None if self.static else np.load(self.dir / WORD_START)
-        self.entropy = [int(settings["seed"]), int(seed)]
+        config = DataConfig(**self.manifest["settings"])
+        self.max_len, self.max_predictions = config.max_seq_length, config.max_predictions_per_seq
+        self.static = config.masking == "static"
+        self.vocab = Vocab.from_manifest(self.manifest, np.load(self.dir / WORD_START))
+        self.rules = self.vocab.rules(config)
+        self.entropy = [config.seed, int(seed)]
 
     def __len__(self) -> int:
         return len(self.shards)
@@ -84,8 +75,7 @@ class _Reader:
         ids = np.concatenate([ex["input_ids"] for ex in stored])
         offsets = np.concatenate(([0], np.cumsum([len(ex["input_ids"]) for ex in stored]))).astype(np.int64)
         rngs = [example_rng(self.entropy, self.split, e, i) for i, e in items]
-        special = (ids == self.cls_id) | (ids == self.sep_id)
-        m = mask_batch(ids, offsets, self.word_start[ids], special, self.rules, rngs)
+        m = mask_examples(ids, offsets, self.vocab, self.rules, rngs)
         n = (m.labels != -100).sum(1).tolist()
         return [
             (
@@ -215,7 +205,7 @@ class PretrainingBatches(torch.utils.data.IterableDataset):
         examples = self.reader.examples(items)
         b, p = len(examples), self.reader.max_predictions
         t = self.reader.max_len if self.pad_to == "max" else max(len(x["input_ids"]) for x in examples)
-        input_ids = np.full((b, t), self.reader.pad_id, dtype=np.int64)
+        input_ids = np.full((b, t), self.reader.vocab.pad_id, dtype=np.int64)
         token_type = np.zeros((b, t), dtype=np.int64)
         attention = np.zeros((b, t), dtype=np.int64)
         positions = np.zeros((b, p), dtype=np.int64)

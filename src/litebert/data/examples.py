@@ -7,6 +7,7 @@ the bytes produced do not depend on how many processes share the work.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +17,8 @@ from litebert.data.masking import MaskedBatch, MaskingRules, mask_batch
 from litebert.data.pairs import Documents, Pairs, assemble, create_pairs
 from litebert.data.shards import ExampleBatch
 
-# Spawn-key purposes; the first key word separates build-time streams (0) from batch-time masks (1).
+# Spawn-key purposes within a window; the first key word separates build-time streams (0) from batch-time
+# masks (1, example_rng).
 _EVAL_SPLIT, _TRAIN_PAIRS, _TRAIN_MASKS, _EVAL_PAIRS, _EVAL_MASKS = range(5)
 CHUNK = 2048  # examples laid out and masked per call (bounds temporary memory; see make_examples)
 
@@ -43,6 +45,18 @@ class Vocab:
             word_start=np.asarray(tok.word_start_mask, dtype=bool),
         )
 
+    @classmethod
+    def from_manifest(cls, manifest: dict, word_start: np.ndarray) -> Vocab:
+        ids = manifest["special_ids"]
+        return cls(
+            vocab_size=int(manifest["vocab_size"]),
+            cls_id=ids["cls"],
+            sep_id=ids["sep"],
+            mask_id=ids["mask"],
+            pad_id=ids["pad"],
+            word_start=word_start,
+        )
+
     def rules(self, config: DataConfig) -> MaskingRules:
         return MaskingRules(
             masked_lm_prob=config.masked_lm_prob,
@@ -64,9 +78,14 @@ def example_rng(entropy: int | list[int], split: str, epoch: int, index: int) ->
 
 
 def mask_examples(
-    ids: np.ndarray, offsets: np.ndarray, vocab: Vocab, rules: MaskingRules, rng: np.random.Generator
+    ids: np.ndarray,
+    offsets: np.ndarray,
+    vocab: Vocab,
+    rules: MaskingRules,
+    rng: np.random.Generator | Sequence[np.random.Generator],
 ) -> MaskedBatch:
-    """Whole-word n-gram masks for a flat batch of laid-out examples ([CLS]/[SEP] found by id)."""
+    """Whole-word n-gram masks for a flat batch of laid-out examples ([CLS]/[SEP] found by id); ``rng`` is one
+    generator, or one per example (see masking.mask_batch)."""
     special = (ids == vocab.cls_id) | (ids == vocab.sep_id)
     return mask_batch(ids, offsets, vocab.word_start[ids], special, rules, rng)
 
@@ -134,6 +153,21 @@ def _empty_masks(config: DataConfig) -> dict:
     }
 
 
-def split_documents(docs: Documents, is_eval: np.ndarray) -> tuple[Documents, Documents]:
-    """(train, eval) documents by a boolean per document."""
-    return docs.select(np.flatnonzero(~is_eval)), docs.select(np.flatnonzero(is_eval))
+def window_examples(
+    index: int, docs: Documents, config: DataConfig, vocab: Vocab
+) -> tuple[ExampleBatch, ExampleBatch, int]:
+    """(train, eval, held-out document count) of window ``index``: a seeded fraction of its documents is held
+    out; training documents get dupe_factor passes, held-out ones a single pass (duplicating them would only
+    repeat the same evaluation)."""
+    is_eval = window_rng(config.seed, index, _EVAL_SPLIT).random(len(docs)) < config.eval_fraction
+    out = []
+    for chosen, passes, pairs_key, masks_key in (
+        (~is_eval, config.dupe_factor, _TRAIN_PAIRS, _TRAIN_MASKS),
+        (is_eval, 1, _EVAL_PAIRS, _EVAL_MASKS),
+    ):
+        rngs = {
+            "pair_rng": window_rng(config.seed, index, pairs_key),
+            "mask_rng": window_rng(config.seed, index, masks_key),
+        }
+        out.append(make_examples(docs.select(np.flatnonzero(chosen)), config, vocab, passes=passes, **rngs))
+    return out[0], out[1], int(is_eval.sum())
