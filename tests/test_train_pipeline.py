@@ -39,9 +39,10 @@ def other_tokenizer(chapters: list[Path], tmp_path_factory) -> Path:  # noqa: AN
     return out
 
 
-def _config_file(tmp_path: Path, **extra: object) -> Path:
-    path = tmp_path / "job.json"
-    path.write_text(json.dumps({"model": TINY, **extra}))
+def _config_file(tmp_path: Path, *, model: bool = True) -> Path:
+    """Tiny model overrides (unless continuing from a model) and a short held-out pass."""
+    path = tmp_path / ("job.json" if model else "train.json")
+    path.write_text(json.dumps({**({"model": TINY} if model else {}), "train": {"eval_batches": 3}}))
     return path
 
 
@@ -77,11 +78,11 @@ def test_data_built_with_another_tokenizer_is_refused(
                  str(tokenizer_dir), "--out", str(trained), *FAST]) == 0  # fmt: skip
     litebert.save(litebert.load(trained / "model"), tmp_path / "foreign", tokenizer_dir=other_tokenizer)
     rc = main(["pretrain", "--init-from", str(tmp_path / "foreign"), "--data", str(data_dir), "--out",
-               str(tmp_path / "again"), *FAST])  # fmt: skip
+               str(tmp_path / "again"), "--config", str(_config_file(tmp_path, model=False)), *FAST])  # fmt: skip
     assert rc == 2 and not (tmp_path / "again").exists()
     # ... and with the matching tokenizer, continued pretraining from the model works.
     assert main(["pretrain", "--init-from", str(trained / "model"), "--data", str(data_dir), "--out",
-                 str(tmp_path / "cont"), *FAST]) == 0  # fmt: skip
+                 str(tmp_path / "cont"), "--config", str(_config_file(tmp_path, model=False)), *FAST]) == 0  # fmt: skip
 
 
 def test_config_file_errors_name_the_field(tmp_path: Path, capsys) -> None:  # noqa: ANN001
@@ -109,7 +110,8 @@ def test_init_from_a_transformers_albert_dir(tmp_path: Path, data_dir: Path, tok
     hf_dir = save_hf(model, tmp_path / "hf", tokenizer_dir=tokenizer_dir)
     assert json.loads((hf_dir / "config.json").read_text())["model_type"] == "albert"
     out = tmp_path / "cont"
-    assert main(["pretrain", "--init-from", str(hf_dir), "--data", str(data_dir), "--out", str(out), *FAST]) == 0
+    args = ["--init-from", str(hf_dir), "--data", str(data_dir), "--config", str(_config_file(tmp_path, model=False))]
+    assert main(["pretrain", *args, "--out", str(out), *FAST]) == 0
     start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])["loss"]
     fresh = model(**next(iter(_batches(data_dir)))).loss.item()
     assert abs(start - fresh) < 0.5  # began from the given weights (only dropout noise differs)
