@@ -1,0 +1,310 @@
+"""litebert vs transformers' AlbertForPreTraining, side by side in one process (BENCHMARKS.md).
+
+Each case alternates A, B, A, B on the same batches and reports the median of the pairwise time ratios
+(transformers / litebert, so > 1 means litebert is faster), tokens/s, model FLOP utilisation against this
+process's measured dense-matmul peak, and peak memory. Text is real: Moby-Dick and the State of the Union
+addresses from ../shared/data, tokenized with a litebert tokenizer trained on them (cached in --cache).
+
+    python benchmarks/throughput.py                      # every case (slow: ~15 min on 2 cores)
+    python benchmarks/throughput.py --preset tiny --case pretrain --precision fp32
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import contextlib
+import csv
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import transformers  # noqa: E402
+
+import litebert  # noqa: E402
+from litebert import hf  # noqa: E402
+from litebert.train.optim import Lamb  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def tokenizer(cache: Path):
+    from litebert.tokenizer import Tokenizer, train_tokenizer
+
+    out = cache / "tokenizer-29k"
+    if not (out / "spiece.model").exists():
+        files = sorted((DATA / "corpora" / "moby-dick").glob("*.txt")) + sorted((DATA / "corpora" / "sotu").glob("*"))
+        train_tokenizer(files, out, vocab_size=29000)  # 30,000 pieces need more text than ships
+    return Tokenizer.load(out)
+
+
+def corpus_ids(tok, limit_tokens: int = 400_000) -> np.ndarray:
+    ids: list[int] = []
+    for path in sorted((DATA / "corpora" / "moby-dick").glob("*.txt")):
+        lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+        for seq in tok.encode_batch(lines):
+            ids.extend(seq)
+        if len(ids) > limit_tokens:
+            break
+    return np.asarray(ids, dtype=np.int64)
+
+
+def pretrain_batch(tok, ids: np.ndarray, B: int, T: int, short: float, rng: np.random.Generator) -> dict:
+    """[CLS] A [SEP] B [SEP] from contiguous real text; `short` of the rows get a random shorter length
+    (create_pretraining_data's short_seq_prob), padded; 15% of real tokens masked (whole batch shares P)."""
+    input_ids = np.zeros((B, T), np.int64)
+    types = np.zeros((B, T), np.int64)
+    mask = np.zeros((B, T), np.int64)
+    P = max(1, round(0.15 * T))
+    positions = np.zeros((B, P), np.int64)
+    labels = np.full((B, P), -100, np.int64)
+    for b in range(B):
+        n = int(rng.integers(8, T + 1)) if rng.random() < short else T
+        body = n - 3
+        start = int(rng.integers(0, len(ids) - body))
+        a_len = body // 2
+        seq = [tok.cls_id, *ids[start : start + a_len], tok.sep_id, *ids[start + a_len : start + body], tok.sep_id]
+        input_ids[b, :n] = seq
+        types[b, a_len + 2 : n] = 1
+        mask[b, :n] = 1
+        cand = np.array([i for i in range(n) if seq[i] not in (tok.cls_id, tok.sep_id)])
+        k = min(P, max(1, round(0.15 * n)))
+        pos = np.sort(rng.choice(cand, size=k, replace=False))
+        positions[b, :k] = pos
+        labels[b, :k] = input_ids[b, pos]
+        input_ids[b, pos] = tok.mask_id
+    batch = dict(input_ids=input_ids, token_type_ids=types, attention_mask=mask, masked_positions=positions)
+    batch = {k: torch.from_numpy(v) for k, v in batch.items()}
+    batch["masked_labels"] = torch.from_numpy(labels)
+    batch["sentence_order_label"] = torch.from_numpy(rng.integers(0, 2, B))
+    return batch
+
+
+def hf_pretrain_inputs(batch: dict) -> dict:
+    B, T = batch["input_ids"].shape
+    labels = torch.full((B, T), -100, dtype=torch.long)
+    valid = batch["masked_labels"] != -100
+    rows = torch.arange(B)[:, None].expand_as(valid)
+    labels[rows[valid], batch["masked_positions"][valid]] = batch["masked_labels"][valid]
+    keys = ("input_ids", "token_type_ids", "attention_mask", "sentence_order_label")
+    return {**{k: batch[k] for k in keys}, "labels": labels}
+
+
+def sentences(tok, count: int, max_len: int) -> list[list[int]]:
+    """Real review sentences (Rotten Tomatoes critic snippets) as [CLS] text [SEP]."""
+    with bz2.open(DATA / "labeled" / "rotten_tomatoes.csv.bz2", "rt", encoding="utf-8") as f:
+        texts = [row["text"] for row in csv.DictReader(f) if row["category"] in ("fresh", "rotten")][:count]
+    return [[tok.cls_id, *ids[: max_len - 2], tok.sep_id] for ids in tok.encode_batch(texts)]
+
+
+def pad(seqs: list[list[int]]) -> dict:
+    T = max(map(len, seqs))
+    ids = torch.zeros(len(seqs), T, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s)
+        mask[i, : len(s)] = 1
+    return dict(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids))
+
+
+def finetune_batches(seqs: list[list[int]], B: int, grouped: bool, seed: int) -> list[dict]:
+    """transformers' way: shuffled batches padded to their longest. litebert's: the same shuffled set cut into
+    mega-batches of 16 batches, each sorted by length before splitting (length-grouped batching)."""
+    order = np.random.default_rng(seed).permutation(len(seqs))
+    chunks = [order[i : i + B] for i in range(0, len(order) - B + 1, B)]
+    if grouped:
+        out = []
+        for m in range(0, len(chunks), 16):
+            idx = np.concatenate(chunks[m : m + 16])
+            idx = idx[np.argsort([len(seqs[i]) for i in idx], kind="stable")]
+            out += [idx[i : i + B] for i in range(0, len(idx), B)]
+        chunks = out
+    return [pad([seqs[i] for i in c]) | {"labels": torch.tensor([len(seqs[i]) % 2 for i in c])} for c in chunks]
+
+
+def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 6) -> float:
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    return 2 * n**3 / min(times)
+
+
+def train_flops_per_token(config: litebert.ModelConfig, T: int, masked_frac: float) -> float:
+    """Model FLOPs one token costs in a training step (forward + backward = 3x forward matmul work)."""
+    H, E, I, L = config.hidden_size, config.embedding_size, config.intermediate_size, config.num_layers
+    per_layer = 2 * (4 * H * H + 2 * H * I) + 2 * 2 * T * H  # projections + FFN + QK^T and AV
+    fwd = L * per_layer + (2 * E * H if config.has_projection else 0)
+    fwd += masked_frac * 2 * (H * E + E * config.vocab_size)  # MLM head at the masked positions only
+    return 3 * fwd
+
+
+class Pair:
+    """litebert and transformers models with identical weights, each with its own LAMB."""
+
+    def __init__(self, config: litebert.ModelConfig, tmp: Path, finetune: bool = False):
+        torch.manual_seed(0)
+        self.ours = litebert.AlbertForPretraining(config)
+        litebert.save(self.ours, tmp / "ours")
+        hf.export_hf(tmp / "ours", tmp / "hf")
+        self.theirs = transformers.AlbertForPreTraining.from_pretrained(tmp / "hf", attn_implementation="sdpa")
+        if finetune:  # the same classifier on the pooled output for both
+            self.ours_head = torch.nn.Linear(config.hidden_size, 2)
+            self.theirs_head = torch.nn.Linear(config.hidden_size, 2)
+            self.theirs_head.load_state_dict(self.ours_head.state_dict())
+        self.opt_ours = Lamb(self._named(self.ours, getattr(self, "ours_head", None)), lr=1e-5)
+        self.opt_theirs = Lamb(self._named(self.theirs, getattr(self, "theirs_head", None)), lr=1e-5)
+
+    @staticmethod
+    def _named(model, head):
+        named = list(model.named_parameters())
+        return named + ([(f"head.{n}", p) for n, p in head.named_parameters()] if head is not None else [])
+
+
+def autocast(precision: str):
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def run_case(case: str, pair: Pair, batches: list[dict], precision: str, reps: int) -> tuple[list, list]:
+    ours, theirs = pair.ours.train(), pair.theirs.train()
+
+    def step_ours(b):
+        with autocast(precision):
+            if case.startswith("pretrain"):
+                loss = ours(**b).loss
+            elif case == "finetune":
+                _, pooled = ours.albert(b["input_ids"], b["attention_mask"], b["token_type_ids"])
+                loss = torch.nn.functional.cross_entropy(pair.ours_head(pooled).float(), b["labels"])
+            else:
+                with torch.no_grad():
+                    return ours.albert(b["input_ids"], b["attention_mask"], b["token_type_ids"])
+        loss.backward()
+        pair.opt_ours.step()
+        pair.opt_ours.zero_grad(set_to_none=True)
+
+    def step_theirs(b):
+        with autocast(precision):
+            if case.startswith("pretrain"):
+                loss = theirs(**hf_pretrain_inputs(b)).loss
+            elif case == "finetune":
+                keys = ("input_ids", "attention_mask", "token_type_ids")
+                pooled = theirs.albert(**{k: b[k] for k in keys}).pooler_output
+                loss = torch.nn.functional.cross_entropy(pair.theirs_head(pooled).float(), b["labels"])
+            else:
+                with torch.no_grad():
+                    keys = ("input_ids", "attention_mask", "token_type_ids")
+                    return theirs.albert(**{k: b[k] for k in keys})
+        loss.backward()
+        pair.opt_theirs.step()
+        pair.opt_theirs.zero_grad(set_to_none=True)
+
+    if case == "infer":
+        ours.eval()
+        theirs.eval()
+    ours_batches, theirs_batches = batches
+    t_ours, t_theirs = [], []
+    for r in range(reps + 1):  # the first round warms up both
+        for fn, bs, acc in ((step_ours, ours_batches, t_ours), (step_theirs, theirs_batches, t_theirs)):
+            start = time.perf_counter()
+            for b in bs:
+                fn(b)
+            if r:
+                acc.append(time.perf_counter() - start)
+    return t_ours, t_theirs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", nargs="+", default=["tiny", "albert-base"])
+    ap.add_argument("--case", nargs="+", default=["pretrain", "pretrain-short", "finetune", "infer"])
+    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"])
+    ap.add_argument("--seq", nargs="+", type=int, default=[128, 512])
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--cache", type=Path, default=Path(".bench-cache"))
+    ap.add_argument("--json", type=Path, default=None, help="also append results as JSON lines here")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.cache.mkdir(exist_ok=True)
+    tok = tokenizer(args.cache)
+    ids = corpus_ids(tok)
+    peak = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+    print(
+        f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+        f"transformers {transformers.__version__}, python {sys.version.split()[0]}"
+    )
+    print(f"# dense matmul peak: fp32 {peak['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peak['bf16'] / 1e9:.0f} GFLOP/s")
+    print(
+        f"{'preset':<12} {'case':<15} {'seq':>4} {'prec':<5} {'speedup':>8} {'ours tok/s':>11} {'hf tok/s':>10} "
+        f"{'ours MFU':>8} {'hf MFU':>7} {'peak RSS':>9}"
+    )
+    tmp = args.cache / "models"
+    for name in args.preset:
+        for case in args.case:
+            seqs = [128] if case in ("finetune", "infer") else args.seq
+            for T in seqs:
+                config = litebert.preset(name, vocab_size=tok.vocab_size, max_position=max(512, T))
+                pair = Pair(config, tmp, finetune=case == "finetune")
+                rng = np.random.default_rng(0)
+                if case.startswith("pretrain"):
+                    short = 0.1 if case == "pretrain-short" else 0.0
+                    bs = [pretrain_batch(tok, ids, args.batch, T, short, rng) for _ in range(2)]
+                    batches = (bs, bs)
+                    tokens = sum(int(b["attention_mask"].sum()) for b in bs)
+                else:
+                    n = 512 if name == "tiny" else 256
+                    seqs_ = sentences(tok, n, T)
+                    batches = (finetune_batches(seqs_, 32, True, 0), finetune_batches(seqs_, 32, False, 0))
+                    tokens = sum(len(s) for s in seqs_[: len(batches[0]) * 32])
+                for prec in args.precision:
+                    t_ours, t_theirs = run_case(case, pair, batches, prec, args.reps)
+                    ratio = statistics.median(b / a for a, b in zip(t_ours, t_theirs, strict=True))
+                    ours_tps, hf_tps = tokens / statistics.median(t_ours), tokens / statistics.median(t_theirs)
+                    mfu_o = mfu_t = float("nan")
+                    if case.startswith("pretrain"):
+                        fpt = train_flops_per_token(config, T, 0.15)
+                        mfu_o, mfu_t = ours_tps * fpt / peak[prec], hf_tps * fpt / peak[prec]
+                    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                    print(
+                        f"{name:<12} {case:<15} {T:>4} {prec:<5} {ratio:>7.2f}x {ours_tps:>11,.0f} {hf_tps:>10,.0f} "
+                        f"{mfu_o:>8.0%} {mfu_t:>7.0%} {rss:>7.0f}MB",
+                        flush=True,
+                    )
+                    if args.json:
+                        with args.json.open("a") as f:
+                            f.write(
+                                json.dumps(
+                                    dict(
+                                        preset=name,
+                                        case=case,
+                                        seq=T,
+                                        precision=prec,
+                                        speedup=ratio,
+                                        ours_tokens_per_s=ours_tps,
+                                        hf_tokens_per_s=hf_tps,
+                                        ours_mfu=mfu_o,
+                                        hf_mfu=mfu_t,
+                                    )
+                                )
+                                + "\n"
+                            )
+
+
+if __name__ == "__main__":
+    main()
