@@ -32,6 +32,7 @@ import transformers  # noqa: E402
 
 import litebert  # noqa: E402
 from litebert import hf  # noqa: E402
+from litebert.model import layer_schedule  # noqa: E402
 from litebert.train.optim import Lamb  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -144,8 +145,9 @@ def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 6) -> float:
 
 def train_flops_per_token(config: litebert.ModelConfig, T: int, masked_frac: float) -> float:
     """Model FLOPs one token costs in a training step (forward + backward = 3x forward matmul work)."""
-    H, E, I, L = config.hidden_size, config.embedding_size, config.intermediate_size, config.num_layers
-    per_layer = 2 * (4 * H * H + 2 * H * I) + 2 * 2 * T * H  # projections + FFN + QK^T and AV
+    H, E, F = config.hidden_size, config.embedding_size, config.intermediate_size
+    L = len(layer_schedule(config))  # blocks applied, shared or not
+    per_layer = 2 * (4 * H * H + 2 * H * F) + 2 * 2 * T * H  # projections + FFN + QK^T and AV
     fwd = L * per_layer + (2 * E * H if config.has_projection else 0)
     fwd += masked_frac * 2 * (H * E + E * config.vocab_size)  # MLM head at the masked positions only
     return 3 * fwd
@@ -246,8 +248,8 @@ def main() -> None:
     ids = corpus_ids(tok)
     peak = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
     print(
-        f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
-        f"transformers {transformers.__version__}, python {sys.version.split()[0]}"
+        f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
+        f"torch {torch.__version__}, transformers {transformers.__version__}, python {sys.version.split()[0]}"
     )
     print(f"# dense matmul peak: fp32 {peak['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peak['bf16'] / 1e9:.0f} GFLOP/s")
     print(
