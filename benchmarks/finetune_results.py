@@ -9,7 +9,7 @@ recipe, the best dev checkpoint (evaluated every --eval-every steps) is scored o
 model is the pretrained model's architecture and tokenizer with fresh weights (FinetuneConfig.random_init).
 Lee (lee_documents.cor + lee_similarities.txt): Spearman over the 1,225 document pairs between human scores
 and the cosine of mean-pooled embeddings (documents longer than the model's window are embedded as windows),
-beside bag-of-words cosine with raw term counts and with tf-idf weights.
+beside bag-of-words cosine with raw term counts and with tf-idf weights (Pearson is printed too).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import litebert
 from litebert.embed import cosine_matrix, embed_texts
 from litebert.finetune import FinetuneConfig, evaluate, finetune, load_tokenizer
 from litebert.tasks.classification import read_labeled_table
-from litebert.tasks.metrics import spearman
+from litebert.tasks.metrics import pearson, spearman
 from litebert.tasks.similarity import read_lee
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "labeled"
@@ -120,14 +120,16 @@ def lee(args: argparse.Namespace) -> dict:
     i, j = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
     out = {"pairs": len(pairs)}
     for name, tfidf in (("bow_counts", False), ("bow_tfidf", True)):
-        out[name] = spearman(bow_cosines(docs, tfidf)[i, j], gold)
+        sims = bow_cosines(docs, tfidf)[i, j]
+        out[name], out[f"{name}_pearson"] = spearman(sims, gold), pearson(sims, gold)
     tok = load_tokenizer(args.pretrained)
     model = litebert.load(args.pretrained)
     torch.manual_seed(args.seed)
     random_model = litebert.AlbertForPretraining(model.config)
     for name, m in (("litebert_pretrained", model), ("litebert_random_init", random_model)):
         emb = embed_texts(m.albert, tok, docs, max_seq_length=args.max_seq_length)
-        out[name] = spearman(cosine_matrix(emb.vectors)[i, j], gold)
+        sims = cosine_matrix(emb.vectors)[i, j]
+        out[name], out[f"{name}_pearson"] = spearman(sims, gold), pearson(sims, gold)
         out["documents_windowed"] = emb.windowed
     return out
 
