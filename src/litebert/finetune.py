@@ -208,7 +208,8 @@ def finetune(cfg: FinetuneConfig) -> FinetuneResult:
             entry = {"step": step, "train_loss": float(np.mean(losses)), "seconds": time.perf_counter() - start}
             result.history.append({**entry, "dev": metrics})
             losses = []
-            if metrics[task.main_metric] > result.best_value:
+            # The first evaluation always saves, so best/ exists even when the metric is NaN.
+            if metrics[task.main_metric] > result.best_value or not result.best_step:
                 result.best_value, result.best_step = metrics[task.main_metric], step
                 save_finetuned(model, result.best_dir, task.name, state, cfg, tok)
     result.results_path = write_results(result, cfg, state, train, dev)
