@@ -79,11 +79,12 @@ def test_cli_classification_finetune_evaluate_predict(model_dir, tmp_path, capsy
     data = str(FIXTURES / "sst2.tsv")
     argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
             "--out", str(tmp_path / "run"), "--max-steps", "6", "--eval-every", "3", "--seed", "1", "--lr", "1e-3",
-            "--batch-size", "4", "--max-seq-length", "32", "--warmup", "2"]  # fmt: skip
+            "--batch-size", "4", "--warmup", "2"]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert [h["step"] for h in results["history"]] == [3, 6]
     assert results["config"]["seed"] == 1 and results["state"]["labels"] == ["0", "1"]
+    assert results["config"]["max_seq_length"] == 128  # unset: the model's max_position
     capsys.readouterr()
     assert main(["evaluate", "--init", str(tmp_path / "run" / "best"), "--data", data]) == 0
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(results["dev_at_best"]["accuracy"])

@@ -56,7 +56,7 @@ class FinetuneConfig:
     lr: float = 2e-5
     batch_size: int = 32
     eval_batch_size: int = 64
-    max_seq_length: int = 512
+    max_seq_length: int | None = None  # default: the model's max_position (512 for the paper's presets)
     warmup: float = 0.1
     weight_decay: float = 0.01
     optimizer: str = "adamw"
@@ -76,6 +76,8 @@ class FinetuneConfig:
         for name in ("max_steps", "eval_every", "batch_size", "eval_batch_size", "max_seq_length", "doc_stride",
                      "max_query_length", "max_answer_length", "n_best_size", "max_qa_length"):  # fmt: skip
             value = getattr(self, name)
+            if value is None and name == "max_seq_length":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
         if not self.lr > 0:
@@ -84,7 +86,7 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig.warmup must be >= 0, got {self.warmup!r}")
         # [CLS] A [SEP] B [SEP] must leave at least one token for the passage.
         part = {"squad": "max_query_length", "multiple-choice": "max_qa_length"}.get(self.task)
-        if part and getattr(self, part) + 4 > self.max_seq_length:
+        if part and self.max_seq_length and getattr(self, part) + 4 > self.max_seq_length:
             raise ValueError(
                 f"FinetuneConfig.max_seq_length ({self.max_seq_length}) must exceed {part} "
                 f"({getattr(self, part)}) by at least 4"
@@ -120,7 +122,8 @@ def load_tokenizer(directory: str | Path) -> Any:
 
 
 def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
-    """The model to start from (a litebert or transformers ALBERT dir) and its tokenizer."""
+    """The model to start from (a litebert or transformers ALBERT dir) and its tokenizer; an unset
+    max_seq_length becomes the model's maximum."""
     base = litebert.load(cfg.init)
     if cfg.random_init:
         torch.manual_seed(cfg.seed)
@@ -131,6 +134,9 @@ def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
             f"tokenizer in {cfg.tokenizer or cfg.init} has {tok.vocab_size} pieces but the model's "
             f"vocab_size is {base.config.vocab_size}"
         )
+    if cfg.max_seq_length is None:
+        cfg.max_seq_length = base.config.max_position
+        cfg.__post_init__()  # re-check the lengths that depend on it
     if cfg.max_seq_length > base.config.max_position:
         raise ValueError(
             f"FinetuneConfig.max_seq_length ({cfg.max_seq_length}) exceeds the model's maximum "

@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--random-init", action="store_true", help="init's architecture with fresh random weights")
     for flag, typ, default in (
         ("--max-steps", int, 1000), ("--eval-every", int, 100), ("--seed", int, 0), ("--lr", float, 2e-5),
-        ("--batch-size", int, 32), ("--max-seq-length", int, 512), ("--doc-stride", int, 128),
+        ("--batch-size", int, 32), ("--max-seq-length", int, None), ("--doc-stride", int, 128),
         ("--max-query-length", int, 64), ("--max-answer-length", int, 30), ("--max-qa-length", int, 128),
         ("--null-score-diff-threshold", float, 0.0), ("--weight-decay", float, 0.01),
     ):  # fmt: skip
