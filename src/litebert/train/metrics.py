@@ -94,13 +94,29 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 _PANELS = (
-    ("loss", ("loss", "eval_loss")),
-    ("mlm_acc", ("mlm_acc", "eval_mlm_acc")),
-    ("sop_acc", ("sop_acc", "eval_sop_acc")),
-    ("lr", ("lr",)),
-    ("grad_norm", ("grad_norm",)),
-    ("tokens_per_s", ("tokens_per_s",)),
+    ("loss", ("loss", "eval_loss"), None),
+    ("mlm_acc", ("mlm_acc", "eval_mlm_acc"), "eval_majority_acc"),
+    ("sop_acc", ("sop_acc", "eval_sop_acc"), "eval_sop_majority_acc"),
+    ("lr", ("lr",), None),
+    ("grad_norm", ("grad_norm",), None),
+    ("tokens_per_s", ("tokens_per_s",), None),
 )
+
+
+def _draw(ax, records: list[dict[str, Any]], keys: tuple[str, ...], baseline: str | None) -> bool:  # noqa: ANN001
+    drawn = False
+    for key in keys:
+        points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            held_out = key.startswith("eval_")
+            marker = "o" if held_out or len(points) < 20 else None
+            ax.plot(xs, ys, label="held-out" if held_out else "train", marker=marker)
+            drawn = True
+    levels = [r[baseline] for r in records if baseline and r.get(baseline) is not None]
+    if drawn and levels:  # the context-free guess to beat, measured on the held-out labels
+        ax.axhline(levels[-1], color="gray", linestyle="--", label="majority baseline (held-out)")
+    return drawn
 
 
 def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
@@ -118,21 +134,9 @@ def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Pat
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "plots"
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for panel, keys in _PANELS:
+    for panel, keys, baseline in _PANELS:
         fig, ax = plt.subplots(figsize=(6, 4))
-        drawn = False
-        for key in keys:
-            points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
-            if points:
-                xs, ys = zip(*points, strict=True)
-                ax.plot(
-                    xs,
-                    ys,
-                    label="held-out" if key.startswith("eval_") else "train",
-                    marker="o" if key.startswith("eval_") else None,
-                )
-                drawn = True
-        if drawn:
+        if _draw(ax, records, keys, baseline):
             ax.set_xlabel("step")
             ax.set_ylabel(panel)
             ax.set_title(f"{Path(run_dir).name}: {panel}")
