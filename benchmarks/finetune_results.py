@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import logging
 import re
 import sys
 import time
@@ -149,6 +150,7 @@ def main() -> None:
     p.add_argument("--models", type=lambda v: v.split(","), default=["pretrained", "random_init"],
                    help="Rotten Tomatoes runs to do; results merge into OUT/finetune_results.json")  # fmt: skip
     args = p.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)
     path = Path(args.out) / "finetune_results.json"
     # Parts run separately (e.g. --models random_init while pretraining still runs) merge into one file.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from litebert.tasks import TASKS, Task, TaskData, get_task
 from litebert.tasks.common import collate
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
 
+log = logging.getLogger(__name__)
 HEAD_FILE, META_FILE, RESULTS_FILE = "head.safetensors", "finetune.json", "results.json"
 # Per-task defaults for the named columns (GLUE's SST-2 / STS-B headers).
 DEFAULT_COLUMNS = {
@@ -213,6 +215,7 @@ def finetune(cfg: FinetuneConfig) -> FinetuneResult:
             metrics = evaluate_data(model, task, dev, tok, cfg, state)
             entry = {"step": step, "train_loss": float(np.mean(losses)), "seconds": time.perf_counter() - start}
             result.history.append({**entry, "dev": metrics})
+            log.info("step %d: train loss %.4f, dev %s", step, entry["train_loss"], json.dumps(metrics))
             losses = []
             # The first evaluation always saves, so best/ exists even when the metric is NaN.
             if metrics[task.main_metric] > result.best_value or not result.best_step:
