@@ -16,7 +16,7 @@ from typing import Any
 
 from litebert.config import ModelConfig, preset
 from litebert.data import DataConfig
-from litebert.train import TrainConfig, TrainSummary, pretrain
+from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
 from litebert.train.run import RUN_CONFIG
 
@@ -24,9 +24,11 @@ PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus"
 
 # The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
 DEFAULT_TRAIN = dict(
-    max_steps=600, batch_size=32, lr=5e-3, warmup_steps=60, save_every=200, eval_every=200, log_every=10,
+    max_steps=2000, batch_size=32, lr=1e-2, warmup_steps=200, save_every=500, eval_every=500, log_every=20,
     precision="bf16",
 )  # fmt: skip
+# ALBERT v2 trains without dropout (PAPER.md section 1); at this scale dropout only slows learning down.
+DEFAULT_MODEL = dict(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0)
 DEFAULT_DATA = dict(max_seq_length=128, max_predictions_per_seq=20, masking="dynamic", eval_fraction=0.05)
 
 
@@ -35,7 +37,7 @@ class PretrainJob:
     """Everything `litebert pretrain` needs; `--config FILE` is this object as JSON (unknown keys refused)."""
 
     preset: str = "tiny"
-    model: dict[str, Any] = field(default_factory=dict)  # ModelConfig fields overriding the preset
+    model: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_MODEL))  # fields over the preset
     train: TrainConfig = field(default_factory=lambda: TrainConfig(**DEFAULT_TRAIN))
     data: DataConfig = field(default_factory=lambda: DataConfig(**DEFAULT_DATA))
     corpus: list[str] | None = None  # raw text files/dirs (default: the packaged corpus) when no data_dir
@@ -93,21 +95,32 @@ def run_job(
     max_steps) on top; `job.train` is ignored.
     """
     out = Path(out_dir)
-    if resume:
-        return _resume(job, out, train_overrides or {})
-    if train_overrides:
+    if train_overrides and not resume:
         job = dataclasses.replace(job, train=dataclasses.replace(job.train, **train_overrides))
+    env = dist.setup(job.train.device)  # under torchrun: one process group for preparation and training
+    try:
+        summary = _resume(job, out, train_overrides or {}) if resume else _fresh(job, out, env)
+        if env.is_main:
+            _plots(out)
+        return summary
+    finally:
+        dist.teardown(env)
+
+
+def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
     if (out / RUN_CONFIG).exists():
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out "
                          "(nothing was overwritten)")  # fmt: skip
-    tokenizer_dir, data_dir = _prepare(job, out)
+    dist.barrier(env)  # every rank has checked before rank 0 writes anything
+    if env.is_main:  # tokenizer training and data building write files: rank 0 alone
+        _prepare(job, out)
+    dist.barrier(env)
+    tokenizer_dir, data_dir = _prepare(job, out, paths_only=True)
     model_config = _model_config(job, data_dir)
-    summary = pretrain(model_config, job.train, data_dir, out, init_from=job.init_from, tokenizer_dir=tokenizer_dir)
-    _plots(out)
-    return summary
+    return pretrain(model_config, job.train, data_dir, out, init_from=job.init_from, tokenizer_dir=tokenizer_dir)
 
 
-def _prepare(job: PretrainJob, out: Path) -> tuple[Path | None, Path]:
+def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[Path | None, Path]:
     """(tokenizer dir, data dir): given ones, or trained/built into RUN_DIR/prep from the corpus."""
     tokenizer = Path(job.tokenizer) if job.tokenizer else None
     if tokenizer is None and job.init_from and (Path(job.init_from) / "spiece.model").is_file():
@@ -118,10 +131,13 @@ def _prepare(job: PretrainJob, out: Path) -> tuple[Path | None, Path]:
     from litebert.tokenizer import train_tokenizer
 
     corpus = [Path(c) for c in (job.corpus or [PACKAGED_CORPUS])]
+    data_dir = out / "prep" / "data"
     if tokenizer is None:
         tokenizer = out / "prep" / "tokenizer"
-        train_tokenizer(corpus, tokenizer, vocab_size=job.vocab_size, progress=job.train.progress)
-    data_dir = out / "prep" / "data"
+        if not paths_only:
+            train_tokenizer(corpus, tokenizer, vocab_size=job.vocab_size, progress=job.train.progress)
+    if paths_only:
+        return tokenizer, data_dir
     workers = max(1, min(4, os.cpu_count() or 1))
     build(corpus, tokenizer, data_dir, job.data, workers=workers, progress=job.train.progress)
     return tokenizer, data_dir
@@ -132,7 +148,7 @@ def _model_config(job: PretrainJob, data_dir: Path) -> ModelConfig:
     from litebert.weights import load_config
 
     if job.init_from is not None:
-        if job.model:
+        if _model_overrides(job):
             raise ValueError("config: 'model' overrides cannot be combined with init_from (its config is used)")
         return load_config(job.init_from)
     manifest = read_manifest(data_dir)
@@ -156,13 +172,17 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSumm
     if ckpt is None:
         raise FileNotFoundError(f"{out}: --resume given but it holds no complete checkpoint")
     model_config = load_config(ckpt)
-    if job.model and preset(job.preset, **{**model_config.to_dict(), **job.model}) != model_config:
-        raise ValueError(f"{ckpt}: cannot resume with different model settings {job.model}")
+    asked = _model_overrides(job)
+    if asked and ModelConfig.from_dict({**model_config.to_dict(), **asked}) != model_config:
+        raise ValueError(f"{ckpt}: cannot resume with different model settings {asked}")
     data_dir = job.data_dir or saved.get("data_dir")
     train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
-    summary = pretrain(model_config, train, data_dir, out, resume=True)
-    _plots(out)
-    return summary
+    return pretrain(model_config, train, data_dir, out, resume=True)
+
+
+def _model_overrides(job: PretrainJob) -> dict[str, Any]:
+    """Model fields the user asked for; the embedded default's dropout-free setting only shapes new models."""
+    return {} if job.model == DEFAULT_MODEL else job.model
 
 
 def _plots(out: Path) -> list[Path]:
