@@ -57,7 +57,7 @@ def rotten_tomatoes(args: argparse.Namespace) -> dict:
     """Each model fine-tunes at every learning rate of --lrs; the run with the best dev accuracy is scored
     on test (test is read once per model, never used to choose)."""
     split_dir = Path(args.out) / "rt_split"
-    counts = split_rotten_tomatoes(split_dir, args.seed)
+    counts = split_rotten_tomatoes(split_dir, args.split_seed)
     out: dict = {"split": counts}
     for name, random_init in (("pretrained", False), ("random_init", True)):
         if name not in args.models:
@@ -139,7 +139,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pretrained", required=True, help="model dir written by `litebert pretrain` (RUN_DIR/model)")
     p.add_argument("--out", required=True)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="fine-tuning seed (order of batches, head init)")
+    p.add_argument("--split-seed", type=int, default=0, help="seed of the train/dev/test split")
     p.add_argument("--max-steps", type=int, default=1000)
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--lrs", type=lambda v: [float(x) for x in v.split(",")], default=[1e-4, 3e-4],
