@@ -122,3 +122,19 @@ def _batches(data_dir: Path):  # noqa: ANN202
     from litebert.data import PretrainingBatches
 
     return PretrainingBatches(data_dir, batch_size=4, seed=0)
+
+
+def test_embedded_default_runs_end_to_end_on_the_packaged_corpus(tmp_path: Path) -> None:
+    """`litebert pretrain` with no arguments, cut to 2 steps: packaged corpus -> tokenizer -> data -> model."""
+    from litebert.pipeline import PACKAGED_CORPUS
+
+    assert len(list((PACKAGED_CORPUS / "moby-dick").glob("chapter_*.txt"))) == 135
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"train": {"eval_batches": 2}, "data": {"dupe_factor": 1}}))
+    out = tmp_path / "default"
+    assert main(["pretrain", "--config", str(short), "--out", str(out), "--max-steps", "2", "--no-progress"]) == 0
+    config = json.loads((out / "run_config.json").read_text())
+    assert config["model"]["hidden_size"] == litebert.preset("tiny").hidden_size
+    assert config["model"]["vocab_size"] == 8000 and config["train"]["precision"] == "bf16"
+    assert litebert.load(out / "model").config.max_position >= 128
+    assert (out / "plots" / "loss.png").is_file() and (out / "eval.json").is_file()
