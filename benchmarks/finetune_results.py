@@ -156,7 +156,7 @@ def main() -> None:
     path = Path(args.out) / "finetune_results.json"
     # Parts run separately (e.g. --models random_init while pretraining still runs) merge into one file.
     results = json.loads(path.read_text()) if path.is_file() else {}
-    results.setdefault("runs", []).append({"argv": sys.argv[1:], "finished": time.strftime("%Y-%m-%d %H:%M:%S")})
+    results.setdefault("runs", []).append({"argv": sys.argv[1:], "started": time.strftime("%Y-%m-%d %H:%M:%S")})
     results["pretrained_config"] = litebert.weights.load_config(args.pretrained).to_dict()
     if args.only != "rt":
         results["lee"] = lee(args)
