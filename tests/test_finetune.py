@@ -236,3 +236,25 @@ def test_embed_cli_rows_follow_lines_and_long_texts_use_windows(model_dir, tmp_p
             vecs.append(backbone(seq)[0][0].mean(0).numpy())
             weights.append(seq.shape[1])
     np.testing.assert_allclose(x[2], np.average(vecs, axis=0, weights=weights), atol=1e-5)
+
+
+def test_length_grouped_batches_cover_every_feature_once_per_epoch_and_pad_little():
+    import numpy as np
+
+    from litebert.finetune import LENGTH_GROUP, train_batches
+    from litebert.tasks.base import TaskData
+    from litebert.tasks.common import Report
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(3, 60, size=8 * LENGTH_GROUP * 2 + 5)
+    features = [{"input_ids": np.full(n, i % 50 + 5), "labels": np.int64(i)} for i, n in enumerate(lengths)]
+    data = TaskData(features=features, examples=[], report=Report(source="synthetic"))
+    pad = {"input_ids": 0}
+    padded = {}
+    for grouped in (False, True):
+        batches = train_batches(data, 8, pad, np.random.default_rng(1), group_by_length=grouped)
+        epoch = [next(batches) for _ in range(-(-len(features) // 8))]
+        seen = sorted(int(i) for b in epoch for i in b["labels"])
+        assert seen == list(range(len(features)))  # one epoch = every feature exactly once
+        padded[grouped] = sum(b["input_ids"].numel() for b in epoch)
+    assert padded[True] < 1.1 * lengths.sum() < 0.8 * padded[False]

@@ -62,6 +62,7 @@ class FinetuneConfig:
     warmup: float = 0.1
     weight_decay: float = 0.01
     optimizer: str = "adamw"
+    group_by_length: bool = False  # length-grouped training batches: faster, but less mixed on small data
     text_columns: tuple[str, ...] | None = None
     label_column: str | None = None
     doc_stride: int = 128
@@ -147,13 +148,36 @@ def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
     return base, tok
 
 
-def train_batches(data: TaskData, batch_size: int, pad: dict[str, int], rng: np.random.Generator) -> Iterator:
-    """Seeded epochs of shuffled training features, forever."""
+# Batches per length-sorted group: long enough that neighbours in a group have near-equal lengths, short
+# enough that the shuffle still mixes the data (the length-grouped sampler of common fine-tuning practice).
+LENGTH_GROUP = 50
+
+
+def _length(feature: dict) -> int:
+    return int(np.asarray(feature["input_ids"]).shape[-1])
+
+
+def train_batches(
+    data: TaskData, batch_size: int, pad: dict[str, int], rng: np.random.Generator, group_by_length: bool = False
+) -> Iterator:
+    """Seeded epochs of shuffled training features, forever. With `group_by_length`, every LENGTH_GROUP
+    batches' worth of shuffled features is sorted by length and cut into batches, which are then shuffled:
+    batches pad to their longest member, so little padding is left (and the model skips what is)."""
     n = len(data.features)
+    lengths = np.array([_length(f) for f in data.features])
+    group_size = batch_size * LENGTH_GROUP
     while True:
         order = rng.permutation(n)
-        for i in range(0, n, batch_size):
-            yield collate([data.features[j] for j in order[i : i + batch_size]], pad)
+        if not group_by_length:
+            for i in range(0, n, batch_size):
+                yield collate([data.features[j] for j in order[i : i + batch_size]], pad)
+            continue
+        for m in range(0, n, group_size):
+            group = order[m : m + group_size]
+            group = group[np.argsort(lengths[group], kind="stable")]
+            chunks = [group[i : i + batch_size] for i in range(0, len(group), batch_size)]
+            for c in rng.permutation(len(chunks)):
+                yield collate([data.features[j] for j in chunks[c]], pad)
 
 
 @torch.no_grad()
@@ -162,12 +186,17 @@ def run_model(
 ) -> dict[str, list[np.ndarray]]:
     """Per-feature outputs (logits etc.) of the model in eval mode, in feature order."""
     model.eval()
-    outputs: dict[str, list[np.ndarray]] = {}
-    for i in range(0, len(data.features), batch_size):
-        batch = collate(data.features[i : i + batch_size], pad)
+    # Sorted by length so each batch pads little; outputs go back to feature order.
+    order = np.argsort([_length(f) for f in data.features], kind="stable")
+    outputs: dict[str, list] = {}
+    for i in range(0, len(order), batch_size):
+        idx = order[i : i + batch_size]
+        batch = collate([data.features[j] for j in idx], pad)
         batch = {k: v.to(device) for k, v in batch.items() if not k.endswith("labels") and "positions" not in k}
         for key, value in model(batch).items():
-            outputs.setdefault(key, []).extend(value.float().cpu().numpy())
+            slots = outputs.setdefault(key, [None] * len(order))
+            for j, v in zip(idx, value.float().cpu().numpy(), strict=True):
+                slots[j] = v
     return outputs
 
 
@@ -194,7 +223,7 @@ def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     device = _device(cfg)
     model.to(device)
     optimizer = build_optimizer(model.trainable(), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    batches = train_batches(train, cfg.batch_size, task.pad_values(tok), rng)
+    batches = train_batches(train, cfg.batch_size, task.pad_values(tok), rng, cfg.group_by_length)
     out = Path(cfg.out)
     result = FinetuneResult(task.main_metric, -float("inf"), 0, out / "best")
     losses: list[float] = []
