@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from litebert.config import ModelConfig, preset
+from litebert.config import ModelConfig, preset, read_json
 from litebert.data import DataConfig
 from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
@@ -68,14 +68,7 @@ class PretrainJob:
 
     @classmethod
     def from_json(cls, path: str | Path) -> PretrainJob:
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{path}: config file not found") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_json(path), source=str(path))
 
 
 def _section(data: dict, key: str, source: str) -> dict:

@@ -15,7 +15,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from litebert.config import ModelConfig
+from litebert.config import ModelConfig, read_json
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -111,12 +111,7 @@ def read_config_json(directory: Path) -> dict:
     path = directory / CONFIG_FILE
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory}: model directory not found")
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: config file not found")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return data
