@@ -39,26 +39,6 @@ def eval_source() -> SyntheticBatches:
                             world_size=world)  # fmt: skip
 
 
-class Interrupted:
-    """A batch source that raises KeyboardInterrupt after `stop` batches (a Ctrl-C on every rank)."""
-
-    def __init__(self, inner: SyntheticBatches, stop: int | None) -> None:
-        self.inner, self.stop, self.n = inner, stop, 0
-
-    def state_dict(self) -> dict:
-        return self.inner.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.inner.load_state_dict(state)
-
-    def __iter__(self):  # noqa: ANN204
-        for batch in self.inner:
-            self.n += 1
-            if self.stop is not None and self.n > self.stop:
-                raise KeyboardInterrupt
-            yield batch
-
-
 def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
     out = tmp_path / parallel
     worker = tmp_path / "worker.py"
@@ -67,12 +47,13 @@ def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
         import hashlib, json, os, sys, torch
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         import test_dist as t
+        from litebert.train.synthetic import Interrupted
         torch.set_num_threads(1)
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         def source(stop=None):
             inner = t.SyntheticBatches(vocab_size=t.V, seq_len=t.T, batch_size=t.GLOBAL_BATCH, rank=rank,
                                        world_size=world)
-            return t.Interrupted(inner, stop)
+            return Interrupted(inner, stop)
 
         torch.distributed.init_process_group("gloo")  # ours: pretrain leaves it open for the hashing below
         cfg = t.train_config(parallel={parallel!r})

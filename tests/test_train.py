@@ -17,7 +17,7 @@ import torch
 import litebert
 from litebert.train import NonFiniteLossError, TrainConfig, pretrain
 from litebert.train.checkpoint import list_checkpoints
-from litebert.train.synthetic import SyntheticBatches
+from litebert.train.synthetic import Interrupted, SyntheticBatches
 
 V, T = 64, 32
 
@@ -34,26 +34,6 @@ def train_config(**kw: object) -> TrainConfig:
 
 def eval_source() -> SyntheticBatches:
     return SyntheticBatches(vocab_size=V, seq_len=T, batch_size=4, seed=99, num_batches=2)
-
-
-class Interrupted:
-    """Wraps a batch source and raises KeyboardInterrupt (a user's Ctrl-C) after `stop` batches."""
-
-    def __init__(self, inner: SyntheticBatches, stop: int | None) -> None:
-        self.inner, self.stop, self.n = inner, stop, 0
-
-    def state_dict(self) -> dict:
-        return self.inner.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.inner.load_state_dict(state)
-
-    def __iter__(self):  # noqa: ANN204
-        for batch in self.inner:
-            self.n += 1
-            if self.stop is not None and self.n > self.stop:
-                raise KeyboardInterrupt
-            yield batch
 
 
 def run(out: Path, *, stop: int | None = None, resume: bool = False, **kw: object):  # noqa: ANN201

@@ -82,3 +82,24 @@ class SyntheticBatches:
             "masked_labels": labels,
             "sentence_order_label": order,
         }
+
+
+class Interrupted:
+    """Wraps a batch source and raises KeyboardInterrupt (a user's Ctrl-C) after `stop` batches: the
+    interrupted half of an exact-resume check."""
+
+    def __init__(self, inner: Any, stop: int | None) -> None:
+        self.inner, self.stop, self.n = inner, stop, 0
+
+    def state_dict(self) -> dict:
+        return self.inner.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.inner.load_state_dict(state)
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        for batch in self.inner:
+            self.n += 1
+            if self.stop is not None and self.n > self.stop:
+                raise KeyboardInterrupt
+            yield batch
