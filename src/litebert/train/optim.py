@@ -55,6 +55,7 @@ class Lamb(torch.optim.Optimizer):
         fused = dict(FUSED_PATTERNS if fused is None else fused)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, exclude=tuple(exclude), fused=fused)
         super().__init__(params, defaults)
+        self._rules: dict[tuple, tuple[bool, int]] = {}
         for group in self.param_groups:
             if len(group.get("param_names", ())) != len(group["params"]):
                 raise ValueError(
@@ -69,45 +70,63 @@ class Lamb(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for name, p in zip(group["param_names"], group["params"], strict=True):
-                if p.grad is None:
-                    continue
-                # Moments in at least fp32, so bf16 weights still get an exact-ish update.
-                dtype = torch.promote_types(p.dtype, torch.float32)
-                grad = p.grad.to(dtype)
-                state = self.state[p]
-                if not state:
-                    state["exp_avg"] = torch.zeros_like(p, dtype=dtype)
-                    state["exp_avg_sq"] = torch.zeros_like(p, dtype=dtype)
-                m, v = state["exp_avg"], state["exp_avg_sq"]
-                m.mul_(beta1).add_(grad, alpha=1.0 - beta1)
-                v.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
-                # No bias correction: the official optimizer leaves it out on purpose.
-                update = m / (v.sqrt() + group["eps"])
-                w = p.to(dtype)
-                excluded = is_excluded(name, group["exclude"])
-                if not excluded and group["weight_decay"]:
-                    update.add_(w, alpha=group["weight_decay"])
-                if not excluded:
-                    update = _trust_scaled(w, update, _chunks(name, group["fused"]))
-                p.sub_((group["lr"] * update).to(p.dtype))
+            named = [(n, p) for n, p in zip(group["param_names"], group["params"], strict=True) if p.grad is not None]
+            if named:
+                self._update(group, named)
         return loss
+
+    def _update(self, group: dict, named: list[tuple[str, torch.Tensor]]) -> None:
+        """One LAMB step for the parameters of a group that have gradients, as a few multi-tensor (foreach)
+        kernels instead of a dozen small ops per parameter (the optimizer step is a fixed cost per step)."""
+        beta1, beta2 = group["betas"]
+        params = [p for _, p in named]
+        # Moments in at least fp32, so bf16 weights still get an exact-ish update.
+        dtypes = [torch.promote_types(p.dtype, torch.float32) for p in params]
+        grads = [p.grad.to(dt) for p, dt in zip(params, dtypes, strict=True)]
+        for p, dt in zip(params, dtypes, strict=True):
+            if not self.state[p]:
+                self.state[p]["exp_avg"] = torch.zeros_like(p, dtype=dt)
+                self.state[p]["exp_avg_sq"] = torch.zeros_like(p, dtype=dt)
+        m = [self.state[p]["exp_avg"] for p in params]
+        v = [self.state[p]["exp_avg_sq"] for p in params]
+        torch._foreach_mul_(m, beta1)
+        torch._foreach_add_(m, grads, alpha=1.0 - beta1)
+        torch._foreach_mul_(v, beta2)
+        torch._foreach_addcmul_(v, grads, grads, value=1.0 - beta2)
+        # No bias correction: the official optimizer leaves it out on purpose.
+        denom = torch._foreach_sqrt(v)
+        torch._foreach_add_(denom, group["eps"])
+        update = torch._foreach_div(m, denom)
+        w = [p.to(dt) for p, dt in zip(params, dtypes, strict=True)]
+        rules = [self._rule(name, group) for name, _ in named]
+        adapted = [i for i, (excluded, _) in enumerate(rules) if not excluded]
+        if adapted and group["weight_decay"]:
+            torch._foreach_add_([update[i] for i in adapted], [w[i] for i in adapted], alpha=group["weight_decay"])
+        if adapted:
+            # Trust ratio ||w|| / ||u|| per tensor (per row block of a fused tensor), 1 when a norm is 0.
+            w_blocks = [b for i in adapted for b in w[i].chunk(rules[i][1], dim=0)]
+            u_blocks = [b for i in adapted for b in update[i].chunk(rules[i][1], dim=0)]
+            w_norm = torch.stack(torch._foreach_norm(w_blocks))
+            u_norm = torch.stack(torch._foreach_norm(u_blocks))
+            ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
+            torch._foreach_mul_(u_blocks, ratio.tolist())
+        torch._foreach_mul_(update, group["lr"])
+        same = [i for i, p in enumerate(params) if p.dtype == dtypes[i]]
+        if same:
+            torch._foreach_sub_([params[i] for i in same], [update[i] for i in same])
+        for i in sorted(set(range(len(params))) - set(same)):
+            params[i].sub_(update[i].to(params[i].dtype))
+
+    def _rule(self, name: str, group: dict) -> tuple[bool, int]:
+        """(excluded from decay and trust ratio, row blocks for the ratio) of a parameter, cached by name."""
+        key = (name, tuple(group["exclude"]), tuple(group["fused"].items()))
+        if key not in self._rules:
+            self._rules[key] = (is_excluded(name, group["exclude"]), _chunks(name, group["fused"]))
+        return self._rules[key]
 
 
 def _chunks(name: str, fused: dict[str, int]) -> int:
     return next((n for pattern, n in fused.items() if re.search(pattern, name)), 1)
-
-
-def _trust_scaled(w: torch.Tensor, update: torch.Tensor, chunks: int) -> torch.Tensor:
-    """ratio * update with ratio = ||w|| / ||u|| per tensor (per row block of a fused tensor), 1 if a norm is 0."""
-    w_blocks, u_blocks = w.chunk(chunks, dim=0), update.chunk(chunks, dim=0)
-    scaled = []
-    for wb, ub in zip(w_blocks, u_blocks, strict=True):
-        w_norm, u_norm = torch.linalg.vector_norm(wb), torch.linalg.vector_norm(ub)
-        ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
-        scaled.append(ratio * ub)
-    return scaled[0] if chunks == 1 else torch.cat(scaled, dim=0)
 
 
 def param_groups(model: nn.Module, weight_decay: float, exclude: Sequence[str] = EXCLUDE_PATTERNS) -> list[dict]:
