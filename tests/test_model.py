@@ -6,8 +6,9 @@ import pytest
 import torch
 
 import litebert
+from litebert import model as model_module
 from litebert.heads import mlm_loss
-from litebert.model import layer_schedule
+from litebert.model import attend, layer_schedule
 
 CFG = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_layers=3, num_heads=4, intermediate_size=64)
 
@@ -78,6 +79,30 @@ def test_padding_does_not_change_real_positions():
     a = model(ids).last_hidden_state
     b = model(padded, attention_mask=mask).last_hidden_state[:, :6]
     torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("length", [16, 100, 300])
+def test_explicit_attention_matches_fused_kernel(monkeypatch, dtype, length):
+    # Short CPU sequences take the explicit softmax(QK^T)V path, long ones torch's fused kernel: both paths must
+    # give the same outputs and gradients, with and without a padding mask.
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 2, length, 8, generator=g).to(dtype) for _ in range(3))
+    lengths = torch.tensor([length, length // 2, 1])
+    mask = (torch.arange(length)[None] < lengths[:, None])[:, None, None, :]
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+    for m in (None, mask):
+        runs = []
+        for limit in (0, 1 << 40):  # fused only, explicit whenever the length allows it
+            monkeypatch.setattr(model_module, "EXPLICIT_MAX_SCORES", limit)
+            monkeypatch.setattr(model_module, "EXPLICIT_MAX_LENGTH", {dtype: 1 << 20})
+            leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+            out = attend(*leaves, m, 0.0)
+            out.float().square().sum().backward()
+            runs.append([out, *(t.grad for t in leaves)])
+        torch.testing.assert_close(runs[0][0].float(), runs[1][0].float(), **tol)
+        for a, b in zip(runs[0][1:], runs[1][1:], strict=True):  # gradients: summed over the whole row
+            torch.testing.assert_close(a.float(), b.float(), **{k: 10 * t for k, t in tol.items()})
 
 
 def test_sharing_schedules():

@@ -71,6 +71,28 @@ class Unpadded:
         return full.index_copy(0, self.index, x).view(self.batch, self.length, -1)  # (B, T, C)
 
 
+# On CPU, torch's fused attention kernel is slow for short sequences (its backward above all: 2-4x slower than
+# the explicit product in bf16 at T <= 256, measured in benchmarks/attention.py), so there the scores are
+# materialised as long as they stay small; longer sequences, and every GPU, use the fused kernel.
+EXPLICIT_MAX_LENGTH = {torch.float32: 64, torch.float64: 64}  # other dtypes (bf16, fp16): 256
+EXPLICIT_MAX_SCORES = 1 << 25  # B * N * T * T elements kept for the backward pass
+
+
+def attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, dropout: float
+) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(D) + mask) V for (B, N, T, D) inputs; `mask` is a boolean (B, 1, 1, T) or None."""
+    length = q.shape[2]
+    short = length <= EXPLICIT_MAX_LENGTH.get(q.dtype, 256) and q.shape[:2].numel() * length**2 <= EXPLICIT_MAX_SCORES
+    if q.device.type != "cpu" or not short:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * q.shape[-1] ** -0.5  # (B, N, T, T)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    return torch.matmul(F.dropout(probs, dropout) if dropout else probs, v)
+
+
 class Attention(nn.Module):
     """Multi-head self-attention with a fused QKV projection, residual and post-LayerNorm.
 
@@ -96,7 +118,7 @@ class Attention(nn.Module):
         H = H3 // 3
         q, k, v = qkv.view(B, T, 3, self.num_heads, H // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
         p = self.attention_dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, N, T, D)
+        y = attend(q, k, v, mask, p)  # (B, N, T, D)
         y = y.transpose(1, 2).reshape(B, T, H)
         if unpad is not None:
             y = unpad.unpad(y)  # (N, H)

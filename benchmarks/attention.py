@@ -1,0 +1,70 @@
+"""Attention forward + backward on CPU: torch's fused kernel (SDPA) against the explicit softmax(QK^T)V product.
+
+The figures behind `litebert.model.EXPLICIT_MAX_LENGTH`: the explicit path is used on CPU up to the length
+where it stops winning (64 in fp32, 256 in bf16).
+
+    python benchmarks/attention.py --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import torch.nn.functional as F
+
+from litebert import model
+
+SHAPES = [(32, 2, 40), (32, 2, 128), (16, 2, 256), (32, 12, 64), (8, 12, 128), (8, 12, 256), (8, 12, 512)]
+
+
+def explicit(q, k, v, mask):  # noqa: ANN001, ANN201 - forces the explicit path whatever the length
+    saved = model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES
+    model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES = {q.dtype: 1 << 20}, 1 << 40
+    try:
+        return model.attend(q, k, v, mask, 0.0)
+    finally:
+        model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES = saved
+
+
+def fused(q, k, v, mask):  # noqa: ANN001, ANN201
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def milliseconds(fn, shape: tuple[int, int, int], dtype: torch.dtype, masked: bool, reps: int) -> float:  # noqa: ANN001
+    B, N, T = shape
+    q, k, v = (torch.randn(B, N, T, 64, dtype=dtype, requires_grad=True) for _ in range(3))
+    grad = torch.randn(B, N, T, 64, dtype=dtype)
+    mask = None
+    if masked:  # lengths from half to full, as in padded batches
+        lengths = torch.randint(T // 2, T + 1, (B,), generator=torch.Generator().manual_seed(0))
+        mask = (torch.arange(T)[None] < lengths[:, None])[:, None, None, :]
+    for _ in range(2):
+        fn(q, k, v, mask).backward(grad)
+    start = time.perf_counter()
+    for _ in range(reps):
+        fn(q, k, v, mask).backward(grad)
+    return (time.perf_counter() - start) / reps * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {args.threads} threads; forward + backward, head size 64")
+    print(f"{'B':>3} {'N':>3} {'T':>4} {'dtype':<9} {'mask':<5} {'fused ms':>9} {'explicit ms':>12} {'speedup':>8}")
+    for shape in SHAPES:
+        for dtype in (torch.float32, torch.bfloat16):
+            for masked in (False, True):
+                a = milliseconds(fused, shape, dtype, masked, args.reps)
+                b = milliseconds(explicit, shape, dtype, masked, args.reps)
+                B, N, T = shape
+                name = str(dtype).removeprefix("torch.")
+                print(f"{B:>3} {N:>3} {T:>4} {name:<9} {masked!s:<5} {a:>9.1f} {b:>12.1f} {a / b:>7.2f}x")
+
+
+if __name__ == "__main__":
+    main()
