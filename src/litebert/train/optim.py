@@ -89,28 +89,36 @@ class Lamb(torch.optim.Optimizer):
                 self.state[p]["exp_avg_sq"] = torch.zeros_like(p, dtype=dt)
         m = [self.state[p]["exp_avg"] for p in params]
         v = [self.state[p]["exp_avg_sq"] for p in params]
-        torch._foreach_mul_(m, beta1)
-        torch._foreach_add_(m, grads, alpha=1.0 - beta1)
+        torch._foreach_lerp_(m, grads, 1.0 - beta1)  # m = beta1 m + (1 - beta1) g
         torch._foreach_mul_(v, beta2)
         torch._foreach_addcmul_(v, grads, grads, value=1.0 - beta2)
         # No bias correction: the official optimizer leaves it out on purpose.
         denom = torch._foreach_sqrt(v)
         torch._foreach_add_(denom, group["eps"])
-        update = torch._foreach_div(m, denom)
+        update = list(torch._foreach_div(m, denom))
         w = [p.to(dt) for p, dt in zip(params, dtypes, strict=True)]
         rules = [self._rule(name, group) for name, _ in named]
         adapted = [i for i, (excluded, _) in enumerate(rules) if not excluded]
         if adapted and group["weight_decay"]:
             torch._foreach_add_([update[i] for i in adapted], [w[i] for i in adapted], alpha=group["weight_decay"])
+        # The step is lr * ratio * u, ratio = ||w|| / ||u|| per tensor (per row block of a fused tensor) and 1
+        # when a norm is 0; excluded tensors take lr * u. One multiply per tensor applies both factors.
+        whole = [i for i, (excluded, _) in enumerate(rules) if excluded]
+        scales = [group["lr"]] * len(whole)
         if adapted:
-            # Trust ratio ||w|| / ||u|| per tensor (per row block of a fused tensor), 1 when a norm is 0.
-            w_blocks = [b for i in adapted for b in w[i].chunk(rules[i][1], dim=0)]
-            u_blocks = [b for i in adapted for b in update[i].chunk(rules[i][1], dim=0)]
-            w_norm = torch.stack(torch._foreach_norm(w_blocks))
-            u_norm = torch.stack(torch._foreach_norm(u_blocks))
+            w_norm = _norms([b for i in adapted for b in w[i].chunk(rules[i][1], dim=0)])
+            u_norm = _norms([b for i in adapted for b in update[i].chunk(rules[i][1], dim=0)])
             ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
-            torch._foreach_mul_(u_blocks, ratio.tolist())
-        torch._foreach_mul_(update, group["lr"])
+            block_scales = iter((group["lr"] * ratio).tolist())
+            for i in adapted:
+                chunks = rules[i][1]
+                if chunks == 1:
+                    whole.append(i)
+                    scales.append(next(block_scales))
+                else:  # a new tensor, not in-place views: the blocks of a sharded DTensor are copies
+                    update[i] = torch.cat([b * next(block_scales) for b in update[i].chunk(chunks, dim=0)])
+        if whole:
+            torch._foreach_mul_([update[i] for i in whole], scales)
         same = [i for i, p in enumerate(params) if p.dtype == dtypes[i]]
         if same:
             torch._foreach_sub_([params[i] for i in same], [update[i] for i in same])
@@ -123,6 +131,12 @@ class Lamb(torch.optim.Optimizer):
         if key not in self._rules:
             self._rules[key] = (is_excluded(name, group["exclude"]), _chunks(name, group["fused"]))
         return self._rules[key]
+
+
+def _norms(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """L2 norm of each tensor; under FSDP the norms of sharded tensors (DTensor) are reduced across ranks."""
+    norms = torch._foreach_norm(tensors)
+    return torch.stack([n.full_tensor() if hasattr(n, "full_tensor") else n for n in norms])
 
 
 def _chunks(name: str, fused: dict[str, int]) -> int:
