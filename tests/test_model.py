@@ -8,7 +8,7 @@ import torch
 import litebert
 from litebert import model as model_module
 from litebert.heads import mlm_loss
-from litebert.model import attend, layer_schedule
+from litebert.model import attend, dropout, layer_schedule
 
 CFG = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_layers=3, num_heads=4, intermediate_size=64)
 
@@ -103,6 +103,20 @@ def test_explicit_attention_matches_fused_kernel(monkeypatch, dtype, length):
         torch.testing.assert_close(runs[0][0].float(), runs[1][0].float(), **tol)
         for a, b in zip(runs[0][1:], runs[1][1:], strict=True):  # gradients: summed over the whole row
             torch.testing.assert_close(a.float(), b.float(), **{k: 10 * t for k, t in tol.items()})
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_dropout_drops_at_rate_p_and_rescales(p):
+    torch.manual_seed(0)
+    x = torch.ones(1000, 257, requires_grad=True)  # an odd element count: the last random word is cut
+    y = dropout(x, p)
+    kept = y != 0
+    assert abs(1 - kept.float().mean().item() - p) < 0.005
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1 / (1 - p)))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, y.detach())  # the gradient goes through the same mask and scale
+    assert dropout(x, p, training=False) is x and dropout(x, 0.0) is x
+    assert not torch.equal(dropout(x, p), dropout(x, p))  # a fresh mask every call
 
 
 def test_sharing_schedules():

