@@ -143,7 +143,7 @@ def main() -> None:
     p.add_argument("--split-seed", type=int, default=0, help="seed of the train/dev/test split")
     p.add_argument("--max-steps", type=int, default=1000)
     p.add_argument("--eval-every", type=int, default=100)
-    p.add_argument("--lrs", type=lambda v: [float(x) for x in v.split(",")], default=[1e-4, 3e-4],
+    p.add_argument("--lrs", type=lambda v: [float(x) for x in v.split(",")], default=[1e-4, 3e-4, 1e-3],
                    help="comma-separated peak learning rates; the best dev run of each model is tested")  # fmt: skip
     p.add_argument("--max-seq-length", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
