@@ -96,7 +96,7 @@ class Unpadded:
         return full.index_copy(0, self.index, x).view(self.batch, self.length, -1)  # (B, T, C)
 
 
-# On CPU, torch's fused attention kernel is slow for short sequences (its backward above all: 2-4x slower than
+# On CPU, torch's fused attention kernel is slow for short sequences (its backward above all: 2-5x slower than
 # the explicit product in bf16 at T <= 256, measured in benchmarks/attention.py), so there the scores are
 # materialised as long as they stay small; longer sequences, and every GPU, use the fused kernel.
 EXPLICIT_MAX_LENGTH = {torch.float32: 64, torch.float64: 64}  # other dtypes (bf16, fp16): 256
