@@ -56,6 +56,7 @@ class Lamb(torch.optim.Optimizer):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, exclude=tuple(exclude), fused=fused)
         super().__init__(params, defaults)
         self._rules: dict[tuple, tuple[bool, int]] = {}
+        self._buffers: dict[torch.Tensor, torch.Tensor] = {}
         for group in self.param_groups:
             if len(group.get("param_names", ())) != len(group["params"]):
                 raise ValueError(
@@ -92,10 +93,14 @@ class Lamb(torch.optim.Optimizer):
         torch._foreach_lerp_(m, grads, 1.0 - beta1)  # m = beta1 m + (1 - beta1) g
         torch._foreach_mul_(v, beta2)
         torch._foreach_addcmul_(v, grads, grads, value=1.0 - beta2)
-        # No bias correction: the official optimizer leaves it out on purpose.
-        denom = torch._foreach_sqrt(v)
-        torch._foreach_add_(denom, group["eps"])
-        update = list(torch._foreach_div(m, denom))
+        # No bias correction: the official optimizer leaves it out on purpose. u = m / (sqrt(v) + eps) is written
+        # into a scratch buffer kept between steps: fresh parameter-sized tensors every step cost more than the
+        # arithmetic on CPU (the allocator hands large blocks back to the OS, so each step page-faults them in).
+        update = [self._scratch(p, dt) for p, dt in zip(params, dtypes, strict=True)]
+        for m_i, v_i, u_i in zip(m, v, update, strict=True):
+            torch.sqrt(v_i, out=u_i)
+            u_i.add_(group["eps"])
+            torch.div(m_i, u_i, out=u_i)
         w = [p.to(dt) for p, dt in zip(params, dtypes, strict=True)]
         rules = [self._rule(name, group) for name, _ in named]
         adapted = [i for i, (excluded, _) in enumerate(rules) if not excluded]
@@ -124,6 +129,13 @@ class Lamb(torch.optim.Optimizer):
             torch._foreach_sub_([params[i] for i in same], [update[i] for i in same])
         for i in sorted(set(range(len(params))) - set(same)):
             params[i].sub_(update[i].to(params[i].dtype))
+
+    def _scratch(self, p: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The update buffer of ``p``: not optimizer state (never saved), reused by every step."""
+        buf = self._buffers.get(p)
+        if buf is None or buf.dtype != dtype or buf.shape != p.shape:
+            buf = self._buffers[p] = torch.empty_like(p, dtype=dtype)
+        return buf
 
     def _rule(self, name: str, group: dict) -> tuple[bool, int]:
         """(excluded from decay and trust ratio, row blocks for the ratio) of a parameter, cached by name."""
