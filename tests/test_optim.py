@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from litebert.train.optim import Lamb, build_optimizer, is_excluded, lr_schedule
+from litebert.train.optim import Lamb, build_optimizer, is_excluded, lr_schedule, sqrt_floor
 
 
 class Toy(nn.Module):
@@ -58,6 +58,35 @@ def test_lamb_matches_hand_computed_steps(with_excluded: bool) -> None:
         np.testing.assert_allclose(p.detach().numpy(), ref[n][0], rtol=1e-12, atol=1e-14)
     # The excluded ones really took the plain (no decay, ratio 1) path, the dense kernel the adapted one.
     assert is_excluded("LayerNorm.weight") and is_excluded("dense.bias") and not is_excluded("dense.weight")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("eps", [1e-6, 1e-8, 1e-12])
+def test_sqrt_floor_leaves_the_update_bit_for_bit_unchanged(dtype: torch.dtype, eps: float) -> None:
+    """Embedding tables floor v before the sqrt (speed); sqrt(v) + eps must be exactly the unfloored value."""
+    floor = sqrt_floor(eps, dtype)
+    assert floor == 0.0 or floor >= torch.finfo(dtype).tiny
+    tiny = torch.finfo(dtype).tiny
+    v = torch.tensor([0.0, tiny, 1e-40, 1e-30, 1e-28, 1e-20, 1e-14, 1e-12, 1e-3, 0.7], dtype=dtype)
+    v = torch.cat([v, torch.rand(10_000, dtype=dtype) ** 40])  # many values near the floor
+    expected = torch.sqrt(v) + eps
+    assert torch.equal(torch.sqrt(v.clamp(min=floor)) + eps, expected)
+
+
+def test_lamb_on_an_embedding_with_untouched_rows_matches_the_plain_formula() -> None:
+    """Rows no batch touched keep v == 0; the embedding path gives the same weights, to the bit, as a
+    parameter of another name (plain sqrt) fed the same gradients."""
+    torch.manual_seed(0)
+    emb = nn.Parameter(torch.randn(50, 8))
+    other = nn.Parameter(emb.detach().clone())
+    opt = Lamb([("embeddings.word_embeddings.weight", emb), ("dense.weight", other)], lr=0.01)
+    for step in range(4):
+        g = torch.zeros(50, 8)
+        g[step * 3 : step * 3 + 5] = torch.randn(5, 8) * 10.0 ** -(step * 3)  # some rows, tiny values later
+        emb.grad, other.grad = g.clone(), g.clone()
+        opt.step()
+    assert torch.equal(emb, other)
+    assert (opt.state[emb]["exp_avg_sq"] == 0).any()
 
 
 def test_lamb_trust_ratio_is_one_for_zero_weights_and_not_clipped() -> None:
