@@ -258,3 +258,31 @@ def test_length_grouped_batches_cover_every_feature_once_per_epoch_and_pad_littl
         assert seen == list(range(len(features)))  # one epoch = every feature exactly once
         padded[grouped] = sum(b["input_ids"].numel() for b in epoch)
     assert padded[True] < 1.1 * lengths.sum() < 0.8 * padded[False]
+
+
+def test_mean_pooling_head_averages_real_tokens_and_is_kept_by_the_saved_model(model_dir, tmp_path, capsys):
+    from litebert.finetune_heads import build_head, mean_pool
+
+    base = litebert.load(model_dir)
+    head = build_head("sequence", base.config, 2, pooling="mean").eval()
+    ids = torch.tensor([[2, 10, 11, 3, 0, 0], [2, 12, 13, 14, 15, 3]])
+    batch = {"input_ids": ids, "attention_mask": (ids != 0).long(), "token_type_ids": torch.zeros_like(ids)}
+    hidden, pooled_cls = base.albert(ids, batch["attention_mask"], batch["token_type_ids"])
+    by_hand = torch.stack([hidden[0, :4].mean(0), hidden[1].mean(0)])  # padding left out of the average
+    assert torch.allclose(mean_pool(hidden, batch["attention_mask"]), by_hand, atol=1e-6)
+    with torch.no_grad():
+        assert torch.allclose(head(base.albert, batch)["logits"], head.out(by_hand), atol=1e-5)
+        assert not torch.allclose(head.out(pooled_cls), head.out(by_hand), atol=1e-3)
+    with pytest.raises(ValueError, match="pooling"):
+        _cfg(model_dir, tmp_path, task="classification", train="x", dev="x", pooling="max")
+
+    data = str(FIXTURES / "sst2.tsv")
+    argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
+            "--out", str(tmp_path / "run"), "--max-steps", "4", "--eval-every", "2", "--pooling", "mean"]  # fmt: skip
+    assert main(argv) == 0
+    ft = load_finetuned(tmp_path / "run" / "best")
+    assert ft.config.pooling == "mean" and ft.model.head.pooling == "mean"
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    capsys.readouterr()
+    assert main(["evaluate", "--init", str(tmp_path / "run" / "best"), "--data", data]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(results["dev_at_best"]["accuracy"])

@@ -25,7 +25,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 import litebert
-from litebert.finetune_heads import FinetuneModel, build_head
+from litebert.finetune_heads import POOLINGS, FinetuneModel, build_head
 from litebert.heads import AlbertForPretraining
 from litebert.tasks import TASKS, Task, TaskData, get_task
 from litebert.tasks.common import collate
@@ -63,6 +63,7 @@ class FinetuneConfig:
     weight_decay: float = 0.01
     optimizer: str = "adamw"
     group_by_length: bool = False  # length-grouped training batches: faster, but less mixed on small data
+    pooling: str = "cls"  # classification/regression: the official [CLS] pooler, or "mean" over the tokens
     text_columns: tuple[str, ...] | None = None
     label_column: str | None = None
     doc_stride: int = 128
@@ -85,6 +86,8 @@ class FinetuneConfig:
                 raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
         if not self.lr > 0:
             raise ValueError(f"FinetuneConfig.lr must be positive, got {self.lr!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"FinetuneConfig.pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.warmup < 0:
             raise ValueError(f"FinetuneConfig.warmup must be >= 0, got {self.warmup!r}")
         # [CLS] A [SEP] B [SEP] must leave at least one token for the passage.
@@ -219,7 +222,7 @@ def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     dev = task.load(cfg.dev, tok, cfg, state, mode="eval")
     for data in (train, dev):
         data.report.warn()
-    model = FinetuneModel(base, build_head(task.head, base.config, task.num_outputs(state)))
+    model = FinetuneModel(base, build_head(task.head, base.config, task.num_outputs(state), cfg.pooling))
     device = _device(cfg)
     model.to(device)
     optimizer = build_optimizer(model.trainable(), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -299,7 +302,7 @@ def load_finetuned(directory: str | Path) -> Finetuned:
     cfg = FinetuneConfig(**meta["config"])
     task = get_task(meta["task"])
     base = litebert.load(directory)
-    head = build_head(task.head, base.config, meta["num_outputs"])
+    head = build_head(task.head, base.config, meta["num_outputs"], cfg.pooling)
     head.load_state_dict(load_file(directory / HEAD_FILE))
     model = FinetuneModel(base, head).to(_device(cfg))
     return Finetuned(model, task, meta["state"], cfg, load_tokenizer(directory))

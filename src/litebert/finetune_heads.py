@@ -30,16 +30,26 @@ def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)  # (B, H)
 
 
-class SequenceHead(nn.Module):
-    """Pooled [CLS] -> dropout -> Linear: classification (cross-entropy) or, with one output, regression (MSE)."""
+POOLINGS = ("cls", "mean")
 
-    def __init__(self, config: ModelConfig, num_outputs: int):
+
+class SequenceHead(nn.Module):
+    """Pooled state -> dropout -> Linear: classification (cross-entropy) or, with one output, regression (MSE).
+    pooling "cls" is the official [CLS] pooler (dense + tanh, pretrained by SOP); "mean" averages the token
+    states (mean_pool), which does not lean on a pooler pretrained for another objective."""
+
+    def __init__(self, config: ModelConfig, num_outputs: int, pooling: str = "cls"):
         super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.pooling = pooling
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.out = nn.Linear(config.hidden_size, num_outputs)
 
     def forward(self, backbone: Albert, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        _, pooled = encode(backbone, batch)
+        hidden, pooled = encode(backbone, batch)
+        if self.pooling == "mean":
+            pooled = mean_pool(hidden, batch["attention_mask"])
         logits = self.out(self.dropout(pooled))  # (B, num_outputs)
         out = {"logits": logits}
         if "labels" in batch:
@@ -140,10 +150,11 @@ HEADS: dict[str, type[nn.Module]] = {
 }
 
 
-def build_head(kind: str, config: ModelConfig, num_outputs: int) -> nn.Module:
+def build_head(kind: str, config: ModelConfig, num_outputs: int, pooling: str = "cls") -> nn.Module:
+    """A freshly initialised head; `pooling` applies to the sequence head (classification, regression)."""
     if kind not in HEADS:
         raise ValueError(f"unknown head {kind!r}; choose one of {sorted(HEADS)}")
-    head = HEADS[kind](config, num_outputs)
+    head = HEADS[kind](config, num_outputs, pooling) if kind == "sequence" else HEADS[kind](config, num_outputs)
     init_weights(head, config.initializer_range)
     return head
 
