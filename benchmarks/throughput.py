@@ -240,6 +240,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--cache", type=Path, default=Path(".bench-cache"))
     ap.add_argument("--json", type=Path, default=None, help="also append results as JSON lines here")
+    ap.add_argument("--compile", action="store_true", help="torch.compile litebert's model (transformers stays eager)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -263,6 +264,8 @@ def main() -> None:
             for T in seqs:
                 config = litebert.preset(name, vocab_size=tok.vocab_size, max_position=max(512, T))
                 pair = Pair(config, tmp, finetune=case == "finetune")
+                if args.compile:  # compiled in the warm-up round, which is not timed
+                    pair.ours.compile()
                 rng = np.random.default_rng(0)
                 if case.startswith("pretrain"):
                     short = 0.1 if case == "pretrain-short" else 0.0
@@ -302,6 +305,7 @@ def main() -> None:
                                         hf_tokens_per_s=hf_tps,
                                         ours_mfu=mfu_o,
                                         hf_mfu=mfu_t,
+                                        compiled=args.compile,
                                     )
                                 )
                                 + "\n"

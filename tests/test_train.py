@@ -132,6 +132,21 @@ def test_grad_accumulation_matches_one_big_batch(tmp_path: Path) -> None:
     torch.testing.assert_close(torch.tensor(acc.losses), torch.tensor(big.losses), rtol=1e-5, atol=1e-6)
 
 
+def test_compiled_model_trains_like_the_eager_one_and_saves_the_same_names(tmp_path: Path) -> None:
+    mc = model_config(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0)
+    kw = dict(max_steps=3, save_every=3, eval_every=10)
+    runs = {}
+    for name, compile_ in (("eager", False), ("compiled", True)):
+        batches = SyntheticBatches(vocab_size=V, seq_len=T, batch_size=4)
+        runs[name] = pretrain(mc, train_config(compile=compile_, **kw), None, tmp_path / name, batches=batches)
+    eager, compiled = runs["eager"], runs["compiled"]
+    torch.testing.assert_close(torch.tensor(compiled.losses), torch.tensor(eager.losses), rtol=1e-5, atol=1e-6)
+    a, b = litebert.load(eager.model_dir).state_dict(), litebert.load(compiled.model_dir).state_dict()
+    assert list(a) == list(b)  # no "_orig_mod." prefixes: a compiled run's checkpoints load anywhere
+    for name in a:
+        torch.testing.assert_close(b[name], a[name], rtol=1e-4, atol=1e-6)
+
+
 def test_gradient_checkpointing_with_shared_layers_gives_the_same_gradients() -> None:
     mc = model_config(num_layers=4)  # one block shared by 4 layers, dropout on
     batch = SyntheticBatches(vocab_size=V, seq_len=T, batch_size=4).global_batch(0)

@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--optimizer", choices=("lamb", "adamw"))
     p.add_argument("--parallel", choices=("ddp", "fsdp"), help="under torchrun (default ddp)")
     p.add_argument("--grad-checkpointing", action="store_true", help="recompute activations in backward")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (identical results)")
     p.add_argument("--resume", action="store_true", help="continue RUN_DIR from its newest complete checkpoint")
     p.add_argument("--init-from", metavar="DIR", help="start from a litebert or transformers ALBERT directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -55,8 +56,9 @@ def _pretrain(args: argparse.Namespace) -> int:
     changes = {k: v for k, v in (("preset", args.preset), ("data_dir", args.data), ("tokenizer", args.tokenizer),
                                  ("corpus", args.corpus), ("init_from", args.init_from)) if v is not None}  # fmt: skip
     overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS if getattr(args, k) is not None}
-    if args.grad_checkpointing:
-        overrides["grad_checkpointing"] = True
+    for flag in ("grad_checkpointing", "compile"):
+        if getattr(args, flag):
+            overrides[flag] = True
     if args.no_progress:
         overrides["progress"] = False
     job = dataclasses.replace(job, **changes)

@@ -132,6 +132,8 @@ def _build(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv
     model = run.initial_model(mcfg, seed=cfg.seed)  # same weights on every rank (FSDP does not broadcast)
     model.albert.encoder.gradient_checkpointing = cfg.grad_checkpointing
     model.to(env.device)
+    if cfg.compile:
+        model.compile()  # in place: parameter names (checkpoints) are unchanged
     blocks = None
     if mcfg.sharing == "none":  # each block used once: shard it on its own
         blocks = [*model.albert.encoder.attentions, *model.albert.encoder.ffns]
