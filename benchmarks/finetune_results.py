@@ -31,6 +31,7 @@ import torch.nn.functional as F
 import litebert
 from litebert.embed import cosine_matrix, embed_texts
 from litebert.finetune import FinetuneConfig, evaluate, finetune, load_tokenizer
+from litebert.finetune_heads import POOLINGS
 from litebert.tasks.classification import read_labeled_table
 from litebert.tasks.metrics import pearson, spearman
 from litebert.tasks.similarity import read_lee
@@ -202,7 +203,7 @@ def main() -> None:
         default=[0, 1, 2, 3, 4],
         help="comma-separated fine-tuning seeds (batch order, head init, random-init weights)",
     )
-    p.add_argument("--pooling", choices=("cls", "mean"), default="cls", help="classification head's pooling")
+    p.add_argument("--pooling", choices=POOLINGS, default="cls", help="classification head's pooling")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the train/dev/test split")
     p.add_argument("--max-steps", type=int, default=1000)
     p.add_argument("--eval-every", type=int, default=100)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from litebert.finetune_heads import POOLINGS
 from litebert.tasks import TASKS
 
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=float, default=0.1, help="fraction of --max-steps if < 1, else steps")
     p.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
     p.add_argument("--group-by-length", action="store_true", help="length-grouped batches (faster on real text)")
-    p.add_argument("--pooling", choices=("cls", "mean"), default="cls",
+    p.add_argument("--pooling", choices=POOLINGS, default="cls",
                    help="classification/regression: [CLS] pooler (official) or mean of the token states")  # fmt: skip
     p.add_argument("--text-columns", help="comma-separated text column names (one, or two for pairs)")
     p.add_argument("--label-column", help="label (or score) column name")

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--optimizer", choices=("lamb", "adamw"))
     p.add_argument("--parallel", choices=("ddp", "fsdp"), help="under torchrun (default ddp)")
     p.add_argument("--grad-checkpointing", action="store_true", help="recompute activations in backward")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model (identical results)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (same arithmetic as eager)")
     p.add_argument("--resume", action="store_true", help="continue RUN_DIR from its newest complete checkpoint")
     p.add_argument("--init-from", metavar="DIR", help="start from a litebert or transformers ALBERT directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -47,7 +47,7 @@ class TrainConfig:
     log_every: int = 10
     parallel: str = "ddp"
     grad_checkpointing: bool = False
-    compile: bool = False  # torch.compile the model (same results; pays off on GPUs, compiles for minutes on CPU)
+    compile: bool = False  # torch.compile the model: eager's arithmetic (dropout draws differ); slow to compile on CPU
     deterministic: bool = True
     device: str = "auto"
     tensorboard: bool = True
