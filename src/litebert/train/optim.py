@@ -58,7 +58,7 @@ class Lamb(torch.optim.Optimizer):
         fused = dict(FUSED_PATTERNS if fused is None else fused)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, exclude=tuple(exclude), fused=fused)
         super().__init__(params, defaults)
-        self._rules: dict[tuple, tuple[bool, int]] = {}
+        self._rules: dict[tuple, tuple[bool, int, bool]] = {}
         self._buffers: dict[torch.Tensor, torch.Tensor] = {}
         for group in self.param_groups:
             if len(group.get("param_names", ())) != len(group["params"]):
@@ -100,8 +100,9 @@ class Lamb(torch.optim.Optimizer):
         # into a scratch buffer kept between steps: fresh parameter-sized tensors every step cost more than the
         # arithmetic on CPU (measured: 98 -> 30 ms per albert-base step on one thread).
         update = [self._scratch(p, dt) for p, dt in zip(params, dtypes, strict=True)]
-        for (name, _), m_i, v_i, u_i in zip(named, m, v, update, strict=True):
-            floor = sqrt_floor(group["eps"], u_i.dtype) if re.search(ROW_SPARSE, name) else 0.0
+        rules = [self._rule(name, group) for name, _ in named]
+        for (_, _, row_sparse), m_i, v_i, u_i in zip(rules, m, v, update, strict=True):
+            floor = sqrt_floor(group["eps"], u_i.dtype) if row_sparse else 0.0
             if floor:  # embedding rows no batch has touched yet keep v == 0 (see sqrt_floor)
                 torch.clamp(v_i, min=floor, out=u_i).sqrt_()
             else:
@@ -109,13 +110,12 @@ class Lamb(torch.optim.Optimizer):
             u_i.add_(group["eps"])
             torch.div(m_i, u_i, out=u_i)
         w = [p.to(dt) for p, dt in zip(params, dtypes, strict=True)]
-        rules = [self._rule(name, group) for name, _ in named]
-        adapted = [i for i, (excluded, _) in enumerate(rules) if not excluded]
+        adapted = [i for i, (excluded, _, _) in enumerate(rules) if not excluded]
         if adapted and group["weight_decay"]:
             torch._foreach_add_([update[i] for i in adapted], [w[i] for i in adapted], alpha=group["weight_decay"])
         # The step is lr * ratio * u, ratio = ||w|| / ||u|| per tensor (per row block of a fused tensor) and 1
         # when a norm is 0; excluded tensors take lr * u. One multiply per tensor applies both factors.
-        whole = [i for i, (excluded, _) in enumerate(rules) if excluded]
+        whole = [i for i, (excluded, _, _) in enumerate(rules) if excluded]
         scales = [group["lr"]] * len(whole)
         if adapted:
             w_norm = _norms([b for i in adapted for b in w[i].chunk(rules[i][1], dim=0)])
@@ -144,11 +144,13 @@ class Lamb(torch.optim.Optimizer):
             buf = self._buffers[p] = torch.empty_like(p, dtype=dtype)
         return buf
 
-    def _rule(self, name: str, group: dict) -> tuple[bool, int]:
-        """(excluded from decay and trust ratio, row blocks for the ratio) of a parameter, cached by name."""
+    def _rule(self, name: str, group: dict) -> tuple[bool, int, bool]:
+        """(excluded from decay and trust ratio, row blocks for the ratio, an embedding table whose untouched
+        rows keep v == 0) of a parameter, cached by name."""
         key = (name, tuple(group["exclude"]), tuple(group["fused"].items()))
         if key not in self._rules:
-            self._rules[key] = (is_excluded(name, group["exclude"]), _chunks(name, group["fused"]))
+            row_sparse = re.search(ROW_SPARSE, name) is not None
+            self._rules[key] = (is_excluded(name, group["exclude"]), _chunks(name, group["fused"]), row_sparse)
         return self._rules[key]
 
 
