@@ -286,3 +286,24 @@ def test_mean_pooling_head_averages_real_tokens_and_is_kept_by_the_saved_model(m
     capsys.readouterr()
     assert main(["evaluate", "--init", str(tmp_path / "run" / "best"), "--data", data]) == 0
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(results["dev_at_best"]["accuracy"])
+
+
+def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(model_dir, tmp_path):
+    from litebert.finetune_heads import build_head, mean_pool
+
+    base = litebert.load(model_dir)
+    head = build_head("choice", base.config, 1, pooling="mean").eval()
+    ids = torch.tensor([[[2, 10, 3, 11, 3, 0], [2, 10, 3, 12, 13, 3]]])  # (B=1, C=2 options, T=6)
+    batch = {"input_ids": ids, "attention_mask": (ids != 0).long(), "token_type_ids": torch.zeros_like(ids)}
+    flat = {k: v.reshape(2, 6) for k, v in batch.items()}
+    with torch.no_grad():
+        hidden, pooled_cls = base.albert(flat["input_ids"], flat["attention_mask"], flat["token_type_ids"])
+        by_hand = head.out(mean_pool(hidden, flat["attention_mask"])).view(1, 2)
+        assert torch.allclose(head(base.albert, batch)["logits"], by_hand, atol=1e-5)
+        assert not torch.allclose(head.out(pooled_cls).view(1, 2), by_hand, atol=1e-4)
+    # Heads that read every token (span, token tags) or always mean-pool (similarity) refuse the option.
+    for task in ("squad", "token-classification", "similarity"):
+        with pytest.raises(ValueError, match=f"pooling 'mean' applies to .*not to task '{task}'"):
+            _cfg(model_dir, tmp_path, task=task, train="x", dev="x", pooling="mean")
+    with pytest.raises(ValueError, match="not to 'span'"):
+        build_head("span", base.config, 2, pooling="mean")

@@ -25,7 +25,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 import litebert
-from litebert.finetune_heads import POOLINGS, FinetuneModel, build_head
+from litebert.finetune_heads import POOLED_HEADS, POOLINGS, FinetuneModel, build_head
 from litebert.heads import AlbertForPretraining
 from litebert.tasks import TASKS, Task, TaskData, get_task
 from litebert.tasks.common import collate
@@ -63,7 +63,7 @@ class FinetuneConfig:
     weight_decay: float = 0.01
     optimizer: str = "adamw"
     group_by_length: bool = False  # length-grouped training batches: faster, but less mixed on small data
-    pooling: str = "cls"  # classification/regression: the official [CLS] pooler, or "mean" over the tokens
+    pooling: str = "cls"  # classification/regression/multiple-choice: the [CLS] pooler, or "mean" of the tokens
     text_columns: tuple[str, ...] | None = None
     label_column: str | None = None
     doc_stride: int = 128
@@ -88,6 +88,11 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig.lr must be positive, got {self.lr!r}")
         if self.pooling not in POOLINGS:
             raise ValueError(f"FinetuneConfig.pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.pooling != "cls" and TASKS[self.task].head not in POOLED_HEADS:
+            raise ValueError(
+                f"FinetuneConfig.pooling {self.pooling!r} applies to classification, regression and "
+                f"multiple-choice, not to task {self.task!r}"
+            )
         if self.warmup < 0:
             raise ValueError(f"FinetuneConfig.warmup must be >= 0, got {self.warmup!r}")
         # [CLS] A [SEP] B [SEP] must leave at least one token for the passage.

@@ -31,6 +31,13 @@ def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 POOLINGS = ("cls", "mean")
+POOLED_HEADS = ("sequence", "choice")  # the heads that read one pooled state per sequence
+
+
+def _check_pooling(pooling: str) -> str:
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    return pooling
 
 
 class SequenceHead(nn.Module):
@@ -40,9 +47,7 @@ class SequenceHead(nn.Module):
 
     def __init__(self, config: ModelConfig, num_outputs: int, pooling: str = "cls"):
         super().__init__()
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        self.pooling = pooling
+        self.pooling = _check_pooling(pooling)
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.out = nn.Linear(config.hidden_size, num_outputs)
 
@@ -99,17 +104,21 @@ class SpanHead(nn.Module):
 
 
 class ChoiceHead(nn.Module):
-    """Each option's pooled state -> dropout -> Linear(H, 1); softmax over the options of an example."""
+    """Each option's pooled state ([CLS] pooler or mean, as SequenceHead) -> dropout -> Linear(H, 1);
+    softmax over the options of an example."""
 
-    def __init__(self, config: ModelConfig, num_outputs: int = 1):
+    def __init__(self, config: ModelConfig, num_outputs: int = 1, pooling: str = "cls"):
         super().__init__()
+        self.pooling = _check_pooling(pooling)
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.out = nn.Linear(config.hidden_size, 1)
 
     def forward(self, backbone: Albert, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         b, c, t = batch["input_ids"].shape
         flat = {k: batch[k].reshape(b * c, t) for k in ("input_ids", "attention_mask", "token_type_ids")}
-        _, pooled = encode(backbone, flat)  # (B*C, H)
+        hidden, pooled = encode(backbone, flat)  # (B*C, T, H), (B*C, H)
+        if self.pooling == "mean":
+            pooled = mean_pool(hidden, flat["attention_mask"])
         logits = self.out(self.dropout(pooled)).view(b, c)  # (B, C)
         out = {"logits": logits}
         if "labels" in batch:
@@ -151,10 +160,16 @@ HEADS: dict[str, type[nn.Module]] = {
 
 
 def build_head(kind: str, config: ModelConfig, num_outputs: int, pooling: str = "cls") -> nn.Module:
-    """A freshly initialised head; `pooling` applies to the sequence head (classification, regression)."""
+    """A freshly initialised head; `pooling` applies to the POOLED_HEADS (classification, regression,
+    multiple choice) and must stay "cls" for the others, which read every token or always mean-pool."""
     if kind not in HEADS:
         raise ValueError(f"unknown head {kind!r}; choose one of {sorted(HEADS)}")
-    head = HEADS[kind](config, num_outputs, pooling) if kind == "sequence" else HEADS[kind](config, num_outputs)
+    if kind in POOLED_HEADS:
+        head = HEADS[kind](config, num_outputs, pooling)
+    elif pooling != "cls":
+        raise ValueError(f"pooling {pooling!r} applies to the {POOLED_HEADS} heads, not to {kind!r}")
+    else:
+        head = HEADS[kind](config, num_outputs)
     init_weights(head, config.initializer_range)
     return head
 

@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
     p.add_argument("--group-by-length", action="store_true", help="length-grouped batches (faster on real text)")
     p.add_argument("--pooling", choices=POOLINGS, default="cls",
-                   help="classification/regression: [CLS] pooler (official) or mean of the token states")  # fmt: skip
+                   help="classification, regression, multiple-choice: [CLS] pooler or token mean")  # fmt: skip
     p.add_argument("--text-columns", help="comma-separated text column names (one, or two for pairs)")
     p.add_argument("--label-column", help="label (or score) column name")
     p.add_argument("--device", help="torch device (default: cuda when available)")
