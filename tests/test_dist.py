@@ -73,7 +73,7 @@ def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
                         "resumed": resumed.losses, "start": resumed.start_step}}, f)
         torch.distributed.destroy_process_group()
         # Results are on disk: skip the interpreter's teardown. One CI run lost a rank to "terminate called
-        # without an active exception" (not reproduced in 35 runs since), which pytorch/pytorch#90549 reports
+        # without an active exception" (not reproduced in 40 runs since), which pytorch/pytorch#90549 reports
         # from FSDP/gloo threads at exit; the failure message below says whether the ranks got this far.
         sys.stdout.flush(); sys.stderr.flush(); os._exit(0)
     """)
