@@ -32,6 +32,7 @@ import transformers  # noqa: E402
 
 import litebert  # noqa: E402
 from litebert import hf  # noqa: E402
+from litebert.allocator import keep_freed_memory  # noqa: E402
 from litebert.model import layer_schedule  # noqa: E402
 from litebert.train.optim import Lamb  # noqa: E402
 
@@ -241,7 +242,11 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=Path(".bench-cache"))
     ap.add_argument("--json", type=Path, default=None, help="also append results as JSON lines here")
     ap.add_argument("--compile", action="store_true", help="torch.compile litebert's model (transformers stays eager)")
+    ap.add_argument("--no-dropout", action="store_true", help="the ALBERT v2 configuration: dropout 0 everywhere")
+    ap.add_argument("--plain-malloc", action="store_true",
+                    help="leave glibc malloc alone (default: litebert.allocator, as the litebert command)")  # fmt: skip
     args = ap.parse_args()
+    kept = False if args.plain_malloc else keep_freed_memory()  # for both libraries: they share this process
     if args.threads:
         torch.set_num_threads(args.threads)
     args.cache.mkdir(exist_ok=True)
@@ -250,7 +255,8 @@ def main() -> None:
     peak = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
     print(
         f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
-        f"torch {torch.__version__}, transformers {transformers.__version__}, python {sys.version.split()[0]}"
+        f"torch {torch.__version__}, transformers {transformers.__version__}, python {sys.version.split()[0]}, "
+        f"malloc keeps freed memory: {kept}, dropout: {'0 (v2)' if args.no_dropout else 'the preset'}"
     )
     print(f"# dense matmul peak: fp32 {peak['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peak['bf16'] / 1e9:.0f} GFLOP/s")
     print(
@@ -262,7 +268,8 @@ def main() -> None:
         for case in args.case:
             seqs = [128] if case in ("finetune", "infer") else args.seq
             for T in seqs:
-                config = litebert.preset(name, vocab_size=tok.vocab_size, max_position=max(512, T))
+                v2 = dict(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0) if args.no_dropout else {}
+                config = litebert.preset(name, vocab_size=tok.vocab_size, max_position=max(512, T), **v2)
                 pair = Pair(config, tmp, finetune=case == "finetune")
                 if args.compile:  # compiled in the warm-up round, which is not timed
                     pair.ours.compile()

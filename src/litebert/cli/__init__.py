@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from litebert.allocator import keep_freed_memory
+
 # Order is the order of the pipeline: text -> tokenizer -> data -> pretrain -> fine-tune, plus model tools.
 _MODULES = ("model", "text", "data", "pretrain", "finetune")
 
@@ -24,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    keep_freed_memory()  # this process is ours: reuse freed tensors' pages (litebert.allocator)
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, KeyError) as exc:
