@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 import sys
 
@@ -37,7 +36,7 @@ def _faults(mode: str) -> tuple[bool, int]:
     return out[0] == "True", int(out[1])
 
 
-@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc malloc only")
+@pytest.mark.skipif(not allocator.is_glibc(), reason="glibc malloc only")
 def test_training_steps_reuse_freed_pages():
     plain_applied, plain = _faults("plain")
     tuned_applied, tuned = _faults("tuned")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 
 M_TRIM_THRESHOLD = -1  # mallopt parameters, glibc's malloc.h
 M_MMAP_THRESHOLD = -3
@@ -24,9 +23,17 @@ TRIM_THRESHOLD = 2**31 - 1  # mallopt takes a C int: keep up to 2 GiB free at th
 ENV = "LITEBERT_KEEP_FREED_MEMORY"
 
 
+def is_glibc() -> bool:
+    """Whether this process runs on GNU libc (whose malloc `keep_freed_memory` tunes)."""
+    try:
+        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    except (AttributeError, ValueError, OSError):  # no confstr (Windows) or no such name (musl, macOS)
+        return False
+
+
 def keep_freed_memory() -> bool:
-    """Tune glibc malloc (Linux only) as the module docstring says; True when it was applied."""
-    if os.environ.get(ENV, "1") == "0" or platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    """Tune glibc malloc as the module docstring says; True when it was applied."""
+    if os.environ.get(ENV, "1") == "0" or not is_glibc():
         return False
     try:
         libc = ctypes.CDLL("libc.so.6")
