@@ -109,3 +109,68 @@ def test_export_writes_transformers_config(tmp_path):
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert config["model_type"] == "albert" and config["num_hidden_layers"] == 4
     assert (tmp_path / "hf" / "spiece.model").read_bytes() == b"fake sentencepiece bytes"
+
+
+@pytest.mark.parametrize(
+    ("cls", "fresh"),
+    [
+        ("AlbertForMaskedLM", "no the pooler, no the SOP head"),  # the hub's usual layout
+        ("AlbertModel", "no the MLM head, no the SOP head"),
+        ("AlbertForSequenceClassification", "no the MLM head, no the SOP head"),
+        ("AlbertForQuestionAnswering", "no the pooler, no the MLM head, no the SOP head"),
+    ],
+)
+@pytest.mark.parametrize("weights", ["model.safetensors", "pytorch_model.bin"])
+def test_loads_every_transformers_albert_class(tmp_path, cls, fresh, weights):
+    hf_config = transformers.AlbertConfig(
+        vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=48, max_position_embeddings=64,
+    )  # fmt: skip
+    torch.manual_seed(2)
+    theirs = getattr(transformers, cls)(hf_config).eval()
+    theirs.save_pretrained(tmp_path / "hf")
+    if weights == "pytorch_model.bin":  # older checkpoints; transformers 5 only writes safetensors
+        (tmp_path / "hf" / "model.safetensors").unlink()
+        torch.save(theirs.state_dict(), tmp_path / "hf" / weights)
+    with pytest.warns(UserWarning, match=f"has {fresh} .*fresh initialisation"):
+        ours = litebert.load(tmp_path / "hf")
+    ours.eval()
+    batch = _batch(120)
+    valid = batch["attention_mask"].bool()
+    backbone = theirs if cls == "AlbertModel" else theirs.albert
+    with torch.no_grad():
+        a = ours.albert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        b = backbone(**batch)
+        torch.testing.assert_close(a[0][valid], b.last_hidden_state[valid], atol=1e-5, rtol=0)
+        if b.pooler_output is not None:
+            torch.testing.assert_close(a[1], b.pooler_output, atol=1e-5, rtol=0)
+        if cls == "AlbertForMaskedLM":
+            logits = ours(**batch).mlm_logits
+            torch.testing.assert_close(logits[valid], theirs(**batch).logits[valid], atol=1e-5, rtol=0)
+
+
+def test_transformers_checkpoint_missing_backbone_tensor_is_named(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    theirs = transformers.AlbertForMaskedLM(
+        transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                  num_attention_heads=4, intermediate_size=48, max_position_embeddings=64)
+    )  # fmt: skip
+    theirs.save_pretrained(tmp_path / "hf")
+    tensors = load_file(tmp_path / "hf" / "model.safetensors")
+    del tensors["albert.embeddings.LayerNorm.bias"]
+    save_file(tensors, tmp_path / "hf" / "model.safetensors")
+    with pytest.raises(ValueError, match="lacks tensor 'albert.embeddings.LayerNorm.bias'"):
+        litebert.load(tmp_path / "hf")
+
+
+class _NotATensor:  # a pickled object that weights_only loading must refuse
+    pass
+
+
+def test_pytorch_model_bin_is_never_unpickled(tmp_path):
+    model = transformers.AlbertModel(transformers.AlbertConfig(vocab_size=50, hidden_size=32, num_attention_heads=4))
+    model.config.save_pretrained(tmp_path)
+    torch.save({"embeddings.word_embeddings.weight": _NotATensor()}, tmp_path / "pytorch_model.bin")
+    with pytest.raises(ValueError, match="pytorch_model.bin: not a plain tensor checkpoint"):
+        litebert.load(tmp_path)

@@ -3,6 +3,8 @@ transformers' names; it reads and writes files and never imports transformers it
 
 from __future__ import annotations
 
+import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,16 @@ _BLOCK_NAMES = {
 # Tensors transformers may store that litebert derives: the tied decoder and old position-id buffers.
 _DERIVED = ("predictions.decoder.weight", "predictions.decoder.bias", "albert.embeddings.position_ids")
 
+# Parts only some transformers classes save (AlbertModel and the task models have no MLM or SOP head;
+# AlbertForMaskedLM, the hub's usual layout, has no pooler and no SOP head). Missing, they keep litebert's
+# fresh initialisation, and load_hf says so.
+_OPTIONAL = {"albert.pooler.": "the pooler", "mlm_head.": "the MLM head", "sop_head.": "the SOP head"}
+# Task heads of AlbertFor{SequenceClassification,TokenClassification,MultipleChoice,QuestionAnswering}: not
+# part of a pretrained model, so they are left out (fine-tuning builds its own head).
+_TASK_HEADS = ("classifier.", "qa_outputs.")
+# AlbertModel saves its tensors without the "albert." prefix.
+_BARE_PREFIXES = ("embeddings.", "encoder.", "pooler.")
+
 
 def config_from_hf(data: dict[str, Any]) -> ModelConfig:
     """ModelConfig from a transformers AlbertConfig dict. transformers always has the E->H projection."""
@@ -132,15 +144,21 @@ def to_hf_state_dict(model: AlbertForPretraining) -> dict[str, torch.Tensor]:
 
 
 def from_hf_state_dict(tensors: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
-    """transformers tensors under litebert's names; raises naming any tensor that is missing."""
-    tensors = {k: v for k, v in tensors.items() if k not in _DERIVED}
+    """transformers tensors under litebert's names. Raises naming any missing tensor of the backbone; the
+    pooler and the MLM and SOP heads are only returned when the checkpoint has them (see _OPTIONAL)."""
+    if not any(k.startswith("albert.") for k in tensors):  # AlbertModel's layout
+        tensors = {(f"albert.{k}" if k.startswith(_BARE_PREFIXES) else k): v for k, v in tensors.items()}
+    tensors = {k: v for k, v in tensors.items() if k not in _DERIVED and not k.startswith(_TASK_HEADS)}
 
     def take(name: str) -> torch.Tensor:
         if name not in tensors:
             raise ValueError(f"transformers checkpoint lacks tensor {name!r}")
         return tensors.pop(name)
 
-    out = {name: take(theirs) for name, theirs in _FIXED_NAMES.items()}
+    out = {}
+    for name, theirs in _FIXED_NAMES.items():
+        if theirs in tensors or not name.startswith(tuple(_OPTIONAL)):
+            out[name] = take(theirs)
     for b in range(_num_blocks(config)):
         prefix = _block_prefix(config, b)
         for kind in ("weight", "bias"):
@@ -153,13 +171,42 @@ def from_hf_state_dict(tensors: dict[str, torch.Tensor], config: ModelConfig) ->
     return out
 
 
+def read_hf_weights(directory: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a transformers directory: model.safetensors, its sharded form (an index file), or a
+    pytorch_model.bin read with torch.load(weights_only=True), which refuses anything but tensors."""
+    if (directory / WEIGHTS_FILE).is_file():
+        return read_safetensors(directory / WEIGHTS_FILE)
+    index = directory / f"{WEIGHTS_FILE}.index.json"
+    if index.is_file():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        return {k: v for shard in shards for k, v in read_safetensors(directory / shard).items()}
+    legacy = directory / "pytorch_model.bin"
+    if legacy.is_file():
+        try:
+            tensors = torch.load(legacy, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad or unsafe file
+            raise ValueError(f"{legacy}: not a plain tensor checkpoint ({exc})") from None
+        if not isinstance(tensors, dict) or not all(isinstance(v, torch.Tensor) for v in tensors.values()):
+            raise ValueError(f"{legacy}: expected a dict of tensors (a state dict)")
+        return tensors
+    raise FileNotFoundError(f"{directory}: no {WEIGHTS_FILE}, {index.name} or pytorch_model.bin")
+
+
 def load_hf(directory: str | Path) -> AlbertForPretraining:
-    """An AlbertForPretraining from a transformers ALBERT directory (config.json + model.safetensors)."""
+    """An AlbertForPretraining from a transformers ALBERT directory saved by any of its ALBERT classes."""
     directory = Path(directory)
     config = config_from_hf(read_config_json(directory))
     model = AlbertForPretraining(config)
-    tensors = from_hf_state_dict(read_safetensors(directory / WEIGHTS_FILE), config)
-    check_state_dict(model, tensors, directory / WEIGHTS_FILE)
+    tensors = from_hf_state_dict(read_hf_weights(directory), config)
+    fresh = tuple(prefix for prefix in _OPTIONAL if not any(k.startswith(prefix) for k in tensors))
+    if fresh:
+        warnings.warn(
+            f"{directory}: the checkpoint has no {', no '.join(_OPTIONAL[p] for p in fresh)} (saved by a "
+            "transformers class other than AlbertForPreTraining); those weights keep a fresh initialisation",
+            stacklevel=2,
+        )
+        tensors = {**{k: v for k, v in model.state_dict().items() if k.startswith(fresh)}, **tensors}
+    check_state_dict(model, tensors, directory)
     model.load_state_dict(tensors)
     return model
 
