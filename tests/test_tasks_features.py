@@ -17,7 +17,7 @@ from litebert.tasks.conll import featurize as conll_features
 from litebert.tasks.conll import read_conll
 from litebert.tasks.race import featurize as race_features
 from litebert.tasks.race import qa_text, read_race
-from litebert.tasks.squad import SquadExample, decode, featurize, max_context, windows
+from litebert.tasks.squad import SquadExample, SquadTask, decode, featurize, max_context, windows
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
 
@@ -95,6 +95,13 @@ def test_squad_windows_positions_and_decoding():
         s[0] = 50
     assert decode(data, outs, c, v2=True)[0] == {"q1": ""}
     assert decode(data, outs, c, v2=False)[0] == {"q1": "Whitfield"}
+    # a model trained on SQuAD 2.0 abstains on a file of answerable questions, when scored and when predicting,
+    # and one trained on 1.1 never does: decoding follows the training state, not the file
+    task = SquadTask()
+    for trained_v2, answer, f1 in ((True, "", 0.0), (False, "Whitfield", 100.0)):
+        state = {"version_2_with_negative": trained_v2}
+        assert task.predict(data, outs, c, state) == {"q1": answer}
+        assert task.score(data, outs, c, state)["f1"] == f1
 
 
 def test_squad_unanswerable_points_at_cls_and_bad_span_is_counted():

@@ -68,6 +68,13 @@ def test_squad_reader_errors(tmp_path):
     p.write_text("[]")
     with pytest.raises(ValueError, match="not a SQuAD file"):
         read_squad(p)
+    qa = {"id": "q7", "question": "Who?", "answers": [{"text": "Ann", "answer_start": 0}]}
+    p.write_text(json.dumps({"data": [{"paragraphs": [{"context": "Ann ran.", "qas": [qa, qa]}]}]}))
+    with pytest.raises(ValueError, match="article 0, paragraph 0: question id 'q7' appears twice"):
+        read_squad(p)
+    # a SQuAD 2.0 file is 2.0 by its version field even when every question has an answer
+    p.write_text(json.dumps({"version": "v2.0", "data": [{"paragraphs": [{"context": "Ann ran.", "qas": [qa]}]}]}))
+    assert read_squad(p)[1]
 
 
 def test_race_list_file_and_official_directory_layout(tmp_path):

@@ -84,6 +84,12 @@ def test_v1_empty_prediction_scores_zero_f1_but_can_match_exactly():
     assert out["exact_match"] == 100.0 and out["f1"] == 0.0
 
 
+def test_v1_refuses_a_question_without_gold_answers():
+    data = _dataset([{"id": "a", "answers": [{"text": "x"}]}, {"id": "n", "answers": []}])
+    with pytest.raises(ValueError, match="question 'n' has no gold answer.*use 2.0"):
+        se.evaluate_v1(data, {"a": "x", "n": ""})
+
+
 def test_evaluate_files_v1_and_v2(tmp_path):
     preds = {"v1q1": "Broncos", "v1q2": "24\u201310", "v1q3": "National Football Conference"}
     (tmp_path / "p1.json").write_text(json.dumps(preds))

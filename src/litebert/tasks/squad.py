@@ -43,7 +43,7 @@ def read_squad(path: str | Path) -> tuple[list[SquadExample], bool]:
             raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path}: not a SQuAD file (expected a JSON object with a 'data' list)")
-    out = []
+    out, seen = [], set()
     for i, article in enumerate(data["data"]):
         for j, para in enumerate(article.get("paragraphs", [])):
             where = f"article {i}, paragraph {j}"
@@ -54,6 +54,9 @@ def read_squad(path: str | Path) -> tuple[list[SquadExample], bool]:
                 missing = [k for k in ("id", "question") if k not in qa]
                 if missing:
                     raise ValueError(f"{path}: {where}: question without field(s) {missing}")
+                if qa["id"] in seen:  # answers are keyed by id: a repeat would overwrite another's
+                    raise ValueError(f"{path}: {where}: question id {qa['id']!r} appears twice")
+                seen.add(qa["id"])
                 answers = [(a["text"], int(a["answer_start"])) for a in qa.get("answers", [])]
                 impossible = bool(qa.get("is_impossible", not answers))
                 if impossible and answers and str(data.get("version", "")).lstrip("v") == "2.0":
@@ -61,7 +64,7 @@ def read_squad(path: str | Path) -> tuple[list[SquadExample], bool]:
                 out.append(SquadExample(qa["id"], qa["question"], para["context"], answers, impossible, where))
     if not out:
         raise ValueError(f"{path}: no questions")
-    return out, any(ex.is_impossible for ex in out)
+    return out, any(ex.is_impossible for ex in out) or str(data.get("version", "")).lstrip("v") == "2.0"
 
 
 def answer_token_span(ex: SquadExample, offsets: list[tuple[int, int]], report: Report) -> tuple[int, int] | None:
@@ -186,7 +189,7 @@ class SquadTask:
     def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
         report = Report(str(path))
         examples, v2 = read_squad(path)
-        if mode == "train":
+        if mode == "train":  # whether the model learned to abstain: decoding follows it, whatever file comes next
             state["version_2_with_negative"] = v2
         feats, meta, used = featurize(examples, tok, cfg, report, training=mode == "train")
         if used == 0:
@@ -202,14 +205,20 @@ class SquadTask:
     def score(
         self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
     ) -> dict[str, float]:
-        v2 = any(ex.is_impossible for ex in data.examples)
-        preds, _ = decode(data, outputs, cfg, v2)
-        scorer = evaluate_v2 if v2 else evaluate_v1
+        abstains = _abstains(data, state)
+        preds, _ = decode(data, outputs, cfg, abstains)
+        scorer = evaluate_v2 if abstains or any(ex.is_impossible for ex in data.examples) else evaluate_v1
         result = scorer(gold_dataset(data.examples), preds)
         return {k: float(v) for k, v in result.items() if k not in ("missing",)}
 
     def predict(
         self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]
     ) -> dict[str, str]:
-        preds, _ = decode(data, outputs, cfg, bool(state.get("version_2_with_negative", True)))
+        preds, _ = decode(data, outputs, cfg, _abstains(data, state))
         return preds
+
+
+def _abstains(data: TaskData, state: dict[str, Any]) -> bool:
+    """Whether decoding may answer "": the model was trained on SQuAD 2.0 (else, the data has no-answer questions)."""
+    trained_v2 = state.get("version_2_with_negative")
+    return bool(trained_v2) if trained_v2 is not None else any(ex.is_impossible for ex in data.examples)

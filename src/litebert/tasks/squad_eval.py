@@ -78,6 +78,8 @@ def evaluate_v1(dataset: list[dict[str, Any]], predictions: dict[str, str]) -> d
             print(f"Unanswered question {qa['id']} will receive score 0.", file=sys.stderr)
             continue
         golds = [a["text"] for a in qa["answers"]]
+        if not golds:
+            raise ValueError(f"question {qa['id']!r} has no gold answer, which SQuAD v1.1 cannot score: use 2.0")
         pred = predictions[qa["id"]]
         em += max(exact_match(g, pred) for g in golds)
         f1 += max(f1_v1(g, pred) for g in golds)
