@@ -172,6 +172,33 @@ def test_bad_input_messages(model_dir, tmp_path, capsys):
     assert "dev.tsv: line 3: label 'neutral' never seen in training" in capsys.readouterr().err
     with pytest.raises(ValueError, match="FinetuneConfig.task must be one of"):
         _cfg(model_dir, tmp_path, task="ner", train=data, dev=data)
+    with pytest.raises(ValueError, match=r"FinetuneConfig.warmup \(50 steps\) exceeds max_steps \(10\)"):
+        _cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=10, warmup=50)
+    with pytest.raises(ValueError, match="max_seq_length=2 leaves no room for the text"):
+        finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_seq_length=2))
+    one_class = tmp_path / "one.tsv"
+    one_class.write_text("sentence\tlabel\ngood\t1\nfine\t1\n")
+    with pytest.raises(ValueError, match="one.tsv: every training example has the label '1'; .* at least two"):
+        finetune(_cfg(model_dir, tmp_path, task="classification", train=str(one_class), dev=data))
+    mixed = tmp_path / "mixed.tsv"
+    mixed.write_text("sentence1\tsentence2\tscore\na\tb\t0.5\nc\td\tnan\n")
+    with pytest.raises(ValueError, match="mixed.tsv: line 3: 'nan' is not a finite number, but other rows"):
+        finetune(_cfg(model_dir, tmp_path, task="similarity", train=str(mixed), dev=str(mixed)))
+    with pytest.raises(FileNotFoundError, match="sst2.tsv: is a file, not a model directory"):
+        finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, init=data))
+
+
+def test_predict_ignores_labels_it_was_not_trained_on(model_dir, tmp_path):
+    data = str(FIXTURES / "sst2.tsv")
+    finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1))
+    new = tmp_path / "new.tsv"
+    new.write_text("sentence\tlabel\nhello world\t2\nfine\t\n")  # an unseen class and an empty label
+    assert [p["line"] for p in predict(tmp_path / "best", new)] == [2, 3]
+    conll = str(FIXTURES / "conll2003.txt")
+    finetune(_cfg(model_dir, tmp_path / "t", task="token-classification", train=conll, dev=conll, max_steps=1))
+    tagged = tmp_path / "tagged.txt"
+    tagged.write_text("Anna B-NEWTAG\nvisited O\n")
+    assert len(predict(tmp_path / "t" / "best", tagged)[0]["tags"]) == 2
 
 
 def test_answer_not_in_context_is_counted_and_long_text_truncation_reported(model_dir, tmp_path):

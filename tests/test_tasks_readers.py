@@ -121,3 +121,19 @@ def test_scored_pairs_and_real_lee(shared_data):
     assert sum("\u00a33,00" in d for d in docs) == 1  # the one Latin-1 byte is a pound sign
     assert len(docs) == 50 and len(lee) == 50 * 49 // 2
     assert lee[0][:2] == (0, 1) and lee[0][2] == pytest.approx(0.3)
+
+
+def test_spreadsheet_bom_non_finite_scores_and_bad_race_answers(tmp_path):
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes("\ufeffsentence,label\ngood,pos\n".encode())  # as Excel writes "CSV UTF-8"
+    assert read_labeled_table(bom, ("sentence",), "label")[0].texts == ("good",)
+    for raw in ("nan", "inf", "1e400"):
+        bad = tmp_path / "reg.tsv"
+        bad.write_text(f"sentence\tscore\na\t1.5\nb\t{raw}\n")
+        with pytest.raises(ValueError, match=f"reg.tsv: line 3: label '{raw}' is not a finite number"):
+            read_labeled_table(bad, ("sentence",), "score", regression=True)
+    race = json.loads((FIXTURES / "race.json").read_text())[0]
+    race["answers"][0] = "AB"
+    (tmp_path / "r.json").write_text(json.dumps(race))
+    with pytest.raises(ValueError, match="question 0: answer 'AB' is not one of the options"):
+        read_race(tmp_path / "r.json")

@@ -46,6 +46,8 @@ def embed_texts(
 ) -> Embeddings:
     """Mean-pooled embedding of each text (windows for long texts, see the module docstring)."""
     max_len = min(max_seq_length or backbone.config.max_position, backbone.config.max_position)
+    if max_len < 3:
+        raise ValueError(f"max_seq_length must be at least 3 ([CLS] + one token + [SEP]), got {max_len}")
     backbone.eval()
     device = next(backbone.parameters()).device
     owner, feats, windowed = [], [], 0

@@ -95,6 +95,11 @@ class FinetuneConfig:
             )
         if self.warmup < 0:
             raise ValueError(f"FinetuneConfig.warmup must be >= 0, got {self.warmup!r}")
+        if self.warmup_steps > self.max_steps:
+            raise ValueError(
+                f"FinetuneConfig.warmup ({self.warmup!r} steps) exceeds max_steps ({self.max_steps}): the learning "
+                "rate would never reach its peak (a value below 1 is a fraction of max_steps)"
+            )
         # [CLS] A [SEP] B [SEP] must leave at least one token for the passage.
         part = {"squad": "max_query_length", "multiple-choice": "max_qa_length"}.get(self.task)
         if part and self.max_seq_length and getattr(self, part) + 4 > self.max_seq_length:

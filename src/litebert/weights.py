@@ -110,7 +110,8 @@ def copy_tokenizer(src: Path, dst: Path) -> None:
 def read_config_json(directory: Path) -> dict:
     path = directory / CONFIG_FILE
     if not directory.is_dir():
-        raise FileNotFoundError(f"{directory}: model directory not found")
+        what = "is a file, not a model directory" if directory.exists() else "model directory not found"
+        raise FileNotFoundError(f"{directory}: {what}")
     data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object")

@@ -8,6 +8,7 @@ file, line and label rather than a silently wrong index.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, TokenizerLike, pack_pair, read_table, table_header
+from litebert.tasks.common import Report, TokenizerLike, pack_pair, read_table
 from litebert.tasks.metrics import classification_metrics, regression_metrics
 
 
@@ -46,6 +47,8 @@ def read_labeled_table(
                     label = float(raw)
                 except ValueError:
                     raise ValueError(f"{path}: line {line}: label {raw!r} is not a number") from None
+                if not math.isfinite(label):
+                    raise ValueError(f"{path}: line {line}: label {raw!r} is not a finite number")
             else:
                 label = raw
         out.append(TextExample(texts=tuple(row[c] for c in text_columns), label=label, line=line))
@@ -77,9 +80,7 @@ class ClassificationTask:
 
     def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
         report = Report(str(path))
-        label_column = cfg.label_column
-        if mode == "predict" and cfg.label_column not in table_header(path):
-            label_column = None  # an unlabelled file to predict on
+        label_column = None if mode == "predict" else cfg.label_column  # predicting ignores any labels
         examples = read_labeled_table(path, tuple(cfg.text_columns), label_column, regression=self.regression)
         feats = featurize(examples, tok, cfg.max_seq_length, report)
         if label_column:
@@ -91,6 +92,11 @@ class ClassificationTask:
     def _targets(self, path: str | Path, examples: list[TextExample], state: dict, training: bool) -> list:
         if training:
             state["labels"] = sorted({str(ex.label) for ex in examples})
+            if len(state["labels"]) < 2:
+                raise ValueError(
+                    f"{path}: every training example has the label {state['labels'][0]!r}; classification needs "
+                    "at least two classes (for numeric targets use the regression task)"
+                )
         index = {name: i for i, name in enumerate(state["labels"])}
         targets = []
         for ex in examples:

@@ -60,26 +60,22 @@ class Report:
 
 
 def open_text(path: str | Path) -> io.TextIOBase:
-    """Open a UTF-8 text file, transparently decompressing .gz and .bz2."""
+    """Open a UTF-8 text file, transparently decompressing .gz and .bz2; a leading byte-order mark (as
+    spreadsheet exports write) is dropped, so it never becomes part of the first column's name."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: file not found")
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
     if path.suffix == ".bz2":
-        return bz2.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return bz2.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def table_delimiter(path: str | Path) -> str:
     """Tab for .tsv (GLUE), comma otherwise; compression suffixes are looked through."""
     suffixes = [s for s in Path(path).suffixes if s not in (".gz", ".bz2")]
     return "\t" if suffixes and suffixes[-1] == ".tsv" else ","
-
-
-def table_header(path: str | Path) -> list[str]:
-    with open_text(path) as f:
-        return next(csv.reader(f, delimiter=table_delimiter(path)), [])
 
 
 def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
@@ -120,7 +116,13 @@ def pack_pair(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """[CLS] a [SEP] (b [SEP]) with token types 0/1; returns (input_ids, token_type_ids, tokens removed)."""
     a, b = list(a), (list(b) if b is not None else None)
-    removed = truncate_pair(a, b, max_len - (3 if b is not None else 2))
+    specials = 3 if b is not None else 2
+    if max_len < specials + (2 if b is not None else 1):
+        raise ValueError(
+            f"max_seq_length={max_len} leaves no room for the text: a {'pair' if b is not None else 'single text'} "
+            f"needs at least {specials + (2 if b is not None else 1)} tokens with [CLS] and [SEP]"
+        )
+    removed = truncate_pair(a, b, max_len - specials)
     ids = [tok.cls_id, *a, tok.sep_id]
     types = [0] * len(ids)
     if b is not None:

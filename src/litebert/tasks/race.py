@@ -68,7 +68,8 @@ def read_race(path: str | Path) -> list[ChoiceExample]:
         for k, (question, options) in enumerate(zip(obj["questions"], obj["options"], strict=True)):
             label = None
             if answers is not None:
-                label = ord(str(answers[k]).strip().upper() or "?") - ord("A")
+                letter = str(answers[k]).strip().upper()
+                label = ord(letter) - ord("A") if len(letter) == 1 else -1
                 if not 0 <= label < len(options):
                     raise ValueError(f"{where}: question {k}: answer {answers[k]!r} is not one of the options")
             qid = f"{obj.get('id', where)}-{k}"

@@ -11,6 +11,7 @@ linear classifier on (u, v, |u - v|), scored by accuracy; the embeddings are sti
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, TokenizerLike, open_text, pack_pair, read_table, table_header
+from litebert.tasks.common import Report, TokenizerLike, open_text, pack_pair, read_table
 from litebert.tasks.metrics import accuracy, pearson, spearman
 
 
@@ -53,10 +54,9 @@ def read_scored_pairs(
 
 def _is_number(text: str) -> bool:
     try:
-        float(text)
+        return math.isfinite(float(text))
     except ValueError:
         return False
-    return True
 
 
 def read_lee(documents: str | Path, similarities: str | Path) -> tuple[list[str], list[tuple[int, int, float]]]:
@@ -106,14 +106,19 @@ class SimilarityTask:
     main_metric = "spearman"
 
     def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
-        score_column = cfg.label_column
-        if mode == "predict" and score_column not in table_header(path):
-            score_column = None
+        score_column = None if mode == "predict" else cfg.label_column  # predicting ignores any scores
         pairs = read_scored_pairs(path, tuple(cfg.text_columns), score_column, numeric=False)
         if mode == "train":
-            if all(_is_number(p.score) for p in pairs):
+            numbers = [_is_number(p.score) for p in pairs]
+            if all(numbers):
                 scores = [float(p.score) for p in pairs]
                 state["score_range"] = [min(scores), max(scores)]
+            elif any(numbers):  # one typo must not turn a scored file into a classification task
+                bad = next(p for p, n in zip(pairs, numbers, strict=True) if not n)
+                raise ValueError(
+                    f"{path}: line {bad.line}: {bad.score!r} is not a finite number, but other rows have scores; "
+                    "a file holds either numeric scores or class labels"
+                )
             else:  # labelled pairs (e.g. NLI): Sentence-BERT's softmax objective
                 state["labels"] = sorted({p.score for p in pairs})
         if "labels" in state:
@@ -138,7 +143,7 @@ class SimilarityTask:
                 )
             return np.int64(state["labels"].index(p.score))
         if not _is_number(p.score):
-            raise ValueError(f"{path}: line {p.line}: score {p.score!r} is not a number")
+            raise ValueError(f"{path}: line {p.line}: score {p.score!r} is not a finite number")
         lo, hi = state["score_range"]
         return np.float32((float(p.score) - lo) / (hi - lo) if hi > lo else 0.0)
 
