@@ -52,5 +52,8 @@ def test_bad_shapes_are_errors():
 def test_bundles():
     out = metrics.classification_metrics([1, 0, 1], [1, 0, 0])
     assert set(out) == {"accuracy", "f1_macro", "mcc", "f1"}
+    # a three-class task whose dev file and predictions happen to show two classes has no "positive class"
+    assert "f1" not in metrics.classification_metrics([1, 0, 1], [1, 0, 0], num_classes=3)
+    assert "f1" in metrics.classification_metrics([1, 1, 1], [1, 1, 1], num_classes=2)
     reg = metrics.regression_metrics([0.1, 0.5, 0.9], [1.0, 2.0, 4.0])
     assert reg["spearman"] == pytest.approx(1.0) and reg["corr"] == pytest.approx((reg["pearson"] + 1) / 2)

@@ -119,7 +119,7 @@ class ClassificationTask:
     ) -> dict[str, float]:
         pred = np.argmax(np.stack(outputs["logits"]), axis=-1)
         gold = np.array([int(f["labels"]) for f in data.features])
-        return classification_metrics(pred, gold)
+        return classification_metrics(pred, gold, num_classes=len(state["labels"]))
 
     def predict(
         self, data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, state: dict[str, Any]

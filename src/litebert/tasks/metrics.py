@@ -87,10 +87,13 @@ def spearman(x: Sequence | np.ndarray, y: Sequence | np.ndarray) -> float:
     return pearson(rankdata(a), rankdata(b))
 
 
-def classification_metrics(pred: Sequence | np.ndarray, gold: Sequence | np.ndarray) -> dict[str, float]:
-    """Accuracy, macro F1 and MCC; plus the positive-class F1 when there are exactly two classes."""
+def classification_metrics(
+    pred: Sequence | np.ndarray, gold: Sequence | np.ndarray, num_classes: int | None = None
+) -> dict[str, float]:
+    """Accuracy, macro F1 and MCC; plus the F1 of class 1 (the positive class) for a two-class task.
+    `num_classes` is the task's (its training labels); without it, the classes seen in pred and gold."""
     out = {"accuracy": accuracy(pred, gold), "f1_macro": f1_macro(pred, gold), "mcc": mcc(pred, gold)}
-    if len(np.union1d(np.unique(pred), np.unique(gold))) <= 2:
+    if (num_classes or len(np.union1d(np.unique(pred), np.unique(gold)))) <= 2:
         out["f1"] = f1_binary(pred, gold)
     return out
 
