@@ -109,6 +109,10 @@ def test_export_writes_transformers_config(tmp_path):
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert config["model_type"] == "albert" and config["num_hidden_layers"] == 4
     assert (tmp_path / "hf" / "spiece.model").read_bytes() == b"fake sentencepiece bytes"
+    (tmp_path / "ours" / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 512}))
+    hf.export_hf(tmp_path / "ours", tmp_path / "hf")
+    settings = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())
+    assert settings["model_max_length"] == model.config.max_position == 128
 
 
 @pytest.mark.parametrize(

@@ -220,6 +220,9 @@ def save_hf(model: AlbertForPretraining, directory: str | Path, tokenizer_dir: s
     write_json(hf_config, directory / CONFIG_FILE)
     if tokenizer_dir is not None:
         copy_tokenizer(Path(tokenizer_dir), directory)
+        settings = directory / "tokenizer_config.json"
+        if settings.is_file():  # transformers truncates to this: the model's own maximum, not a default 512
+            write_json({**json.loads(settings.read_text()), "model_max_length": model.config.max_position}, settings)
     return directory
 
 
