@@ -168,6 +168,9 @@ def test_decoder_is_tied_to_word_embeddings():
         ("vocab_size", 0, "vocab_size must be a positive integer"),
         ("hidden_dropout", 1.5, "hidden_dropout"),
         ("hidden_act", "swish", "hidden_act"),
+        ("layer_norm_eps", float("nan"), "layer_norm_eps must be a positive finite number"),
+        ("initializer_range", float("inf"), "initializer_range must be a positive finite number"),
+        ("embedding_projection", "yes", "embedding_projection must be true, false or null"),
     ],
 )
 def test_config_validation_names_the_field(field, value, message):

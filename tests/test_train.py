@@ -66,6 +66,21 @@ def test_resume_after_interrupt_is_bit_identical(tmp_path: Path) -> None:
                                        (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]  # fmt: skip
 
 
+def test_resumed_train_records_average_the_same_steps(tmp_path: Path) -> None:
+    # checkpoints every 2 steps, records every 3: the resumed run must carry steps 1-2 into its step-3 record
+    def records(out: Path) -> list[dict]:
+        lines = (out / "metrics.jsonl").read_text().splitlines()
+        keys = ("step", "loss", "mlm_acc", "sop_acc", "grad_norm", "lr")
+        return [{k: r[k] for k in keys} for r in map(json.loads, lines) if r["split"] == "train"]
+
+    run(tmp_path / "full", log_every=3)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "cut", stop=3, log_every=3)
+    assert run(tmp_path / "cut", resume=True, log_every=3).start_step == 2
+    assert [r["step"] for r in records(tmp_path / "full")] == [3, 6]
+    assert records(tmp_path / "cut") == records(tmp_path / "full")
+
+
 SIGKILL_SCRIPT = textwrap.dedent(
     """
     import sys, time, torch
@@ -216,6 +231,21 @@ def test_train_config_refuses_unknown_keys_and_wrong_types() -> None:
         TrainConfig(precision="fp8")
     with pytest.raises(ValueError, match="TrainConfig.grad_checkpointing must be bool"):
         TrainConfig.from_dict({"grad_checkpointing": 1})
+    for field in ("lr", "weight_decay", "max_grad_norm"):
+        with pytest.raises(ValueError, match=f"TrainConfig.{field} must be a finite number, got nan"):
+            TrainConfig(**{field: float("nan")})
+
+
+def test_warmup_follows_max_steps_unless_given() -> None:
+    from litebert.pipeline import PretrainJob
+
+    assert TrainConfig(max_steps=125_000).resolved_warmup_steps == 3125  # the paper's
+    assert PretrainJob().train.resolved_warmup_steps == 160  # the embedded default run: 10% of 1,600
+    job = PretrainJob()
+    assert TrainConfig(**{**job.train.to_dict(), "max_steps": 20}).resolved_warmup_steps == 2
+    assert TrainConfig(max_steps=20, warmup_steps=5).resolved_warmup_steps == 5
+    with pytest.raises(ValueError, match=r"TrainConfig.warmup_ratio must be in \[0, 1\]"):
+        TrainConfig(warmup_ratio=1.5)
 
 
 def test_evaluate_counts_and_baselines() -> None:

@@ -64,10 +64,13 @@ def test_metrics_jsonl_resume_truncation_and_plot(tmp_path: Path) -> None:
     for step in range(1, 6):
         log.log({"step": step, "split": "train", "loss": 5.0 / step, "lr": 1e-3, "mlm_acc": 0.1 * step})
     log.log({"step": 5, "split": "eval", "eval_loss": 2.0, "eval_mlm_acc": 0.3})
+    with (tmp_path / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 6, "lo\n')  # cut by a kill, then resumed: truncation drops it
     log.truncate_after(3)  # resumed from step 3: steps 4-5 will be logged again
     log.log({"step": 4, "split": "train", "loss": float("nan"), "lr": 1e-3})
     with (tmp_path / "metrics.jsonl").open("a") as f:
         f.write('{"step": 5, "lo')  # a line cut by SIGKILL
+    assert all(json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()[:-1])
     records = read_metrics(tmp_path)
     assert [r["step"] for r in records] == [1, 2, 3, 4] and records[-1]["loss"] is None
     paths = plot_run(tmp_path)

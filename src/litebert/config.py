@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,12 @@ class ModelConfig:
                 raise ValueError(f"ModelConfig.{name} must be a float in [0, 1), got {value!r}")
         for name in ("layer_norm_eps", "initializer_range"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"ModelConfig.{name} must be a positive number, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+                raise ValueError(f"ModelConfig.{name} must be a positive finite number, got {value!r}")
+        if self.embedding_projection not in (None, True, False):
+            raise ValueError(
+                f"ModelConfig.embedding_projection must be true, false or null, got {self.embedding_projection!r}"
+            )
         if self.embedding_projection is False and self.embedding_size != self.hidden_size:
             raise ValueError(
                 f"ModelConfig.embedding_projection=False needs embedding_size == hidden_size, got "

@@ -24,7 +24,7 @@ PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus"
 
 # The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
 DEFAULT_TRAIN = dict(
-    max_steps=1600, batch_size=32, lr=1e-2, warmup_steps=160, save_every=400, eval_every=400, log_every=20,
+    max_steps=1600, batch_size=32, lr=1e-2, warmup_ratio=0.1, save_every=400, eval_every=400, log_every=20,
     precision="bf16",
 )  # fmt: skip
 # ALBERT v2 trains the encoder without dropout (PAPER.md section 1): at this scale it only slows MLM down.

@@ -7,8 +7,8 @@ import json
 
 # flag -> TrainConfig field; only flags the user gave override the config file / the run's saved config.
 _TRAIN_FLAGS = {
-    "max_steps": int, "batch_size": int, "grad_accum": int, "lr": float, "save_every": int, "eval_every": int,
-    "seed": int, "precision": str, "optimizer": str, "parallel": str,
+    "max_steps": int, "batch_size": int, "grad_accum": int, "lr": float, "warmup_steps": int, "save_every": int,
+    "eval_every": int, "seed": int, "precision": str, "optimizer": str, "parallel": str,
 }  # fmt: skip
 
 
@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, help="global micro-batch (sequences per step before accumulation)")
     p.add_argument("--grad-accum", type=int, help="micro-batches per optimizer step")
     p.add_argument("--lr", type=float, help="peak learning rate")
+    p.add_argument("--warmup-steps", type=int, metavar="N",
+                   help="linear warmup steps (default 10%% of --max-steps; the paper: 3125 of 125000)")  # fmt: skip
     p.add_argument("--save-every", type=int, metavar="N")
     p.add_argument("--eval-every", type=int, metavar="N")
     p.add_argument("--seed", type=int)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ class TrainConfig:
 
     `batch_size` is the GLOBAL micro-batch (sequences per forward pass summed over all ranks); one optimizer
     step sees `batch_size * grad_accum` sequences, so a laptop reaches the paper's 4096 with accumulation.
-    `warmup_steps=None` means the paper's ratio, 3125 / 125000 = 2.5% of `max_steps`.
+    `warmup_steps=None` means `warmup_ratio` of `max_steps`, by default the paper's 3125 / 125000 = 2.5%.
     """
 
     max_steps: int = 125_000
@@ -31,6 +32,7 @@ class TrainConfig:
     optimizer: str = "lamb"
     lr: float = 0.00176
     warmup_steps: int | None = None
+    warmup_ratio: float = 0.025  # of max_steps, when warmup_steps is None
     lr_decay_power: float = 1.0
     end_lr: float = 0.0
     weight_decay: float = 0.01
@@ -72,6 +74,8 @@ class TrainConfig:
         ):
             if getattr(self, name) not in choices:
                 raise ValueError(f"TrainConfig.{name} must be one of {choices}, got {getattr(self, name)!r}")
+        if not 0.0 <= self.warmup_ratio <= 1.0:
+            raise ValueError(f"TrainConfig.warmup_ratio must be in [0, 1], got {self.warmup_ratio}")
         if self.lr <= 0:
             raise ValueError(f"TrainConfig.lr must be > 0, got {self.lr}")
         for name in ("beta1", "beta2"):
@@ -88,7 +92,7 @@ class TrainConfig:
     def resolved_warmup_steps(self) -> int:
         if self.warmup_steps is not None:
             return self.warmup_steps
-        return round(0.025 * self.max_steps)
+        return round(self.warmup_ratio * self.max_steps)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -115,6 +119,8 @@ def check_types(obj: Any) -> None:
         if not any(_matches(value, t) for t in allowed):
             names = " | ".join(getattr(t, "__name__", str(t)) for t in allowed)
             raise ValueError(f"{cls_name}.{field.name} must be {names}, got {value!r} ({type(value).__name__})")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{cls_name}.{field.name} must be a finite number, got {value!r}")
 
 
 def _matches(value: Any, t: Any) -> bool:

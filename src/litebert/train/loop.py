@@ -152,13 +152,14 @@ def _train(
     tr = _build(run, mcfg, cfg, env)
     step = 0
     torch.manual_seed(cfg.seed + 7919 * env.rank)  # dropout stream: distinct per rank
+    pending: list[dict[str, float]] = []
     if run.resume_from is not None:
-        step = run.restore(tr.model, tr.optimizer, tr.scaler, batches, env)
+        step, pending = run.restore(tr.model, tr.optimizer, tr.scaler, batches, env)
     summary = TrainSummary(run_dir=run.run_dir, steps=step, start_step=step)
     logger = MetricsLogger(run.run_dir, enabled=env.is_main, tensorboard=cfg.tensorboard)
     logger.truncate_after(step)
     progress = _progress(cfg, env, step)
-    it, t0, window = iter(batches), time.perf_counter(), _Window()
+    it, t0, window = iter(batches), time.perf_counter(), _Window(pending)
     try:
         while step < cfg.max_steps:
             stats = _optimizer_step(tr, it, step)
@@ -180,7 +181,7 @@ def _train(
             if step % cfg.save_every == 0 or step == cfg.max_steps:
                 metric = summary.eval.get("eval_loss") if summary.eval.get("step") == step else None
                 summary.checkpoint = save_training_state(run, tr.model, tr.optimizer, tr.scaler, batches, step,
-                                                         metric, env)  # fmt: skip
+                                                         metric, env, window.rows)  # fmt: skip
     finally:
         if progress is not None:
             progress.close()
@@ -261,17 +262,19 @@ def _step_record(totals: torch.Tensor, loss: float, lr: float, grad_norm: float)
 
 
 class _Window:
-    """Averages of the steps since the last log line, and their throughput."""
+    """Averages of the steps since the last log line, and their throughput. A resumed run starts from the
+    checkpoint's unlogged steps, so its records average the same steps as an uninterrupted run's."""
 
-    def __init__(self) -> None:
-        self.start, self.rows, self.tok_s = time.perf_counter(), [], 0.0
+    def __init__(self, rows: list[dict[str, float]] | None = None) -> None:
+        self.start, self.rows, self.tok_s = time.perf_counter(), list(rows or []), 0.0
+        self.carried = len(self.rows)  # steps timed by an earlier process: left out of the throughput
 
     def add(self, stats: dict[str, float]) -> None:
         self.rows.append(stats)
 
     def record(self, step: int, mcfg: ModelConfig) -> dict[str, Any]:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
-        rows, n = self.rows, len(self.rows)
+        rows, n = self.rows[self.carried :], len(self.rows)
         sequences = sum(r["sequences"] for r in rows)
         tokens = sum(r["tokens"] for r in rows)
         seq_len = tokens / max(sequences, 1)
@@ -280,9 +283,9 @@ class _Window:
         self.tok_s = round(tokens / elapsed)
         record = {"step": step, "split": "train"}
         for key in ("loss", "mlm_acc", "sop_acc", "grad_norm"):
-            record[key] = sum(r[key] for r in rows) / n
-        record.update(lr=rows[-1]["lr"], tokens_per_s=tokens / elapsed, flops_per_s=flops / elapsed)
-        self.start, self.rows = time.perf_counter(), []
+            record[key] = sum(r[key] for r in self.rows) / n
+        record.update(lr=self.rows[-1]["lr"], tokens_per_s=tokens / elapsed, flops_per_s=flops / elapsed)
+        self.start, self.rows, self.carried = time.perf_counter(), [], 0
         return record
 
 

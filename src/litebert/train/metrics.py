@@ -49,7 +49,7 @@ class MetricsLogger:
         """On resume, drop records past the checkpoint's step: they will be produced again."""
         if not self.enabled or not self.path.is_file():
             return
-        kept = [line for line in self.path.read_text().splitlines() if _step_of(line) <= step]
+        kept = [line for line in self.path.read_text().splitlines() if 0 <= _step_of(line) <= step]
         tmp = self.path.with_suffix(".jsonl.tmp")
         tmp.write_text("".join(line + "\n" for line in kept))
         os.replace(tmp, self.path)

@@ -56,8 +56,11 @@ class RunFiles:
             raise ValueError(f"{source}: model config differs from the requested one: {_diff(model.config, mcfg)}")
         return model
 
-    def restore(self, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, env: dist.DistEnv) -> int:
-        """Load optimizer, scaler, RNG and data position of `resume_from`; returns the step to continue at."""
+    def restore(
+        self, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, env: dist.DistEnv
+    ) -> tuple[int, list[dict[str, float]]]:
+        """Load optimizer, scaler, RNG and data position of `resume_from`; returns the step to continue at and
+        the per-step statistics not yet logged (so the next train record averages the same steps)."""
         state = load_trainer_state(self.resume_from)
         if state["world_size"] != env.world_size:
             raise ValueError(
@@ -69,7 +72,7 @@ class RunFiles:
             scaler.load_state_dict(state["scaler"])
         set_rng_state(state["rng"][env.rank])
         batches.load_state_dict(state["data"][env.rank])
-        return int(state["step"])
+        return int(state["step"]), list(state.get("log_window", []))
 
     def last_checkpoint(self) -> Path | None:
         return latest_checkpoint(self.run_dir)
@@ -98,9 +101,10 @@ def _write_model(directory: Path, state: dict, config: ModelConfig, tokenizer_di
 
 def save_training_state(
     run: RunFiles, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, step: int,
-    metric: float | None, env: dist.DistEnv,
+    metric: float | None, env: dist.DistEnv, log_window: list[dict[str, float]] | None = None,
 ) -> Path | None:  # fmt: skip
-    """Checkpoint `step` (collectives on every rank, files from rank 0 only)."""
+    """Checkpoint `step` (collectives on every rank, files from rank 0 only). `log_window`: the per-step
+    statistics since the last train record, which a resumed run must average in."""
     weights = dist.full_state_dict(model)
     opt_state = dist.optimizer_state(model, optimizer)
     rngs = dist.gather_objects(rng_state(), env)
@@ -110,6 +114,7 @@ def save_training_state(
         trainer_state = {
             "step": step, "optimizer": opt_state, "scaler": scaler.state_dict() if scaler else {},
             "rng": rngs, "data": data, "world_size": env.world_size, "scheduler": {"step": step},
+            "log_window": log_window or [],
         }  # fmt: skip
         config = dist.unwrap(model).config
         path = save_checkpoint(
