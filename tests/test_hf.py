@@ -178,3 +178,28 @@ def test_pytorch_model_bin_is_never_unpickled(tmp_path):
     torch.save({"embeddings.word_embeddings.weight": _NotATensor()}, tmp_path / "pytorch_model.bin")
     with pytest.raises(ValueError, match="pytorch_model.bin: not a plain tensor checkpoint"):
         litebert.load(tmp_path)
+
+
+def test_conversions_refuse_what_would_lose_or_change_a_model(tmp_path):
+    small = dict(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2, intermediate_size=48,
+                 max_position_embeddings=64)  # fmt: skip
+    litebert.save(litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=100)), tmp_path / "ours")
+    before = (tmp_path / "ours" / "model.safetensors").read_bytes()
+    with pytest.raises(ValueError, match="the destination is the source"):
+        hf.export_hf(tmp_path / "ours", tmp_path / "ours" / ".")
+    assert (tmp_path / "ours" / "model.safetensors").read_bytes() == before
+    with pytest.raises(ValueError, match="not a transformers ALBERT directory \\(a litebert directory\\)"):
+        hf.import_hf(tmp_path / "ours", tmp_path / "x")
+    # an untied MLM decoder has no litebert equivalent
+    untied = transformers.AlbertForPreTraining(
+        transformers.AlbertConfig(**small, num_attention_heads=4, tie_word_embeddings=False)
+    )
+    untied.save_pretrained(tmp_path / "untied")
+    with pytest.raises(ValueError, match="tie_word_embeddings is false"):
+        litebert.load(tmp_path / "untied")
+    # fields a config.json leaves out take transformers' defaults, as transformers reads them (64 heads, no dropout)
+    config = {**json.loads((tmp_path / "untied" / "config.json").read_text()), "hidden_size": 128}
+    for key in ("num_attention_heads", "hidden_dropout_prob", "attention_probs_dropout_prob", "tie_word_embeddings"):
+        config.pop(key, None)
+    ours = hf.config_from_hf(config)
+    assert (ours.num_heads, ours.hidden_dropout, ours.attention_dropout) == (64, 0.0, 0.0)

@@ -88,8 +88,25 @@ _TASK_HEADS = ("classifier.", "qa_outputs.")
 _BARE_PREFIXES = ("embeddings.", "encoder.", "pooler.")
 
 
+# transformers' AlbertConfig defaults (the xxlarge model), which it applies to fields a config.json leaves out.
+_HF_DEFAULTS = {
+    "vocab_size": 30000, "embedding_size": 128, "hidden_size": 4096, "num_hidden_layers": 12,
+    "num_hidden_groups": 1, "num_attention_heads": 64, "intermediate_size": 16384, "inner_group_num": 1,
+    "hidden_act": "gelu_new", "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+    "max_position_embeddings": 512, "type_vocab_size": 2, "initializer_range": 0.02, "layer_norm_eps": 1e-12,
+    "classifier_dropout_prob": 0.1,
+}  # fmt: skip
+
+
 def config_from_hf(data: dict[str, Any]) -> ModelConfig:
-    """ModelConfig from a transformers AlbertConfig dict. transformers always has the E->H projection."""
+    """ModelConfig from a transformers AlbertConfig dict, with transformers' defaults for absent fields (as
+    transformers reads it). transformers always has the E->H projection, and ties the MLM decoder."""
+    if data.get("tie_word_embeddings") is False:
+        raise ValueError(
+            "transformers config: tie_word_embeddings is false; litebert's MLM decoder is always the word "
+            "embedding matrix (as ALBERT's), so an untied checkpoint cannot be represented"
+        )
+    data = {**_HF_DEFAULTS, **data}
     fields = {ours: data[theirs] for ours, theirs in _CONFIG_NAMES.items() if theirs in data}
     return ModelConfig.from_dict(
         {**fields, "sharing": "all", "embedding_projection": True}, source="transformers config.json"
@@ -148,6 +165,13 @@ def from_hf_state_dict(tensors: dict[str, torch.Tensor], config: ModelConfig) ->
     pooler and the MLM and SOP heads are only returned when the checkpoint has them (see _OPTIONAL)."""
     if not any(k.startswith("albert.") for k in tensors):  # AlbertModel's layout
         tensors = {(f"albert.{k}" if k.startswith(_BARE_PREFIXES) else k): v for k, v in tensors.items()}
+    decoder = tensors.get("predictions.decoder.weight")
+    embeddings = tensors.get("albert.embeddings.word_embeddings.weight")
+    if decoder is not None and embeddings is not None and not torch.equal(decoder, embeddings):
+        raise ValueError(
+            "transformers checkpoint: predictions.decoder.weight differs from the word embeddings (an untied "
+            "MLM decoder); litebert ties them, as ALBERT does"
+        )
     tensors = {k: v for k, v in tensors.items() if k not in _DERIVED and not k.startswith(_TASK_HEADS)}
 
     def take(name: str) -> torch.Tensor:
@@ -195,7 +219,11 @@ def read_hf_weights(directory: Path) -> dict[str, torch.Tensor]:
 def load_hf(directory: str | Path) -> AlbertForPretraining:
     """An AlbertForPretraining from a transformers ALBERT directory saved by any of its ALBERT classes."""
     directory = Path(directory)
-    config = config_from_hf(read_config_json(directory))
+    data = read_config_json(directory)
+    if data.get("model_type") != "albert":
+        what = "a litebert directory" if data.get("litebert") else "its config.json has no model_type 'albert'"
+        raise ValueError(f"{directory}: not a transformers ALBERT directory ({what})")
+    config = config_from_hf(data)
     model = AlbertForPretraining(config)
     tensors = from_hf_state_dict(read_hf_weights(directory), config)
     fresh = tuple(prefix for prefix in _OPTIONAL if not any(k.startswith(prefix) for k in tensors))
@@ -228,9 +256,16 @@ def save_hf(model: AlbertForPretraining, directory: str | Path, tokenizer_dir: s
 
 def import_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
     """Convert a transformers ALBERT directory into a litebert directory (tokenizer files included)."""
+    _check_distinct(src_dir, dst_dir)
     return save(load_hf(src_dir), dst_dir, tokenizer_dir=src_dir)
 
 
 def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
     """Convert a litebert directory into a transformers ALBERT directory (tokenizer files included)."""
+    _check_distinct(src_dir, dst_dir)
     return save_hf(load(src_dir), dst_dir, tokenizer_dir=src_dir)
+
+
+def _check_distinct(src_dir: str | Path, dst_dir: str | Path) -> None:
+    if Path(src_dir).resolve() == Path(dst_dir).resolve():
+        raise ValueError(f"{dst_dir}: the destination is the source; convert into another directory")
