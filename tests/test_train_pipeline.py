@@ -138,3 +138,40 @@ def test_embedded_default_runs_end_to_end_on_the_packaged_corpus(tmp_path: Path)
     assert config["model"]["vocab_size"] == 8000 and config["train"]["precision"] == "bf16"
     assert litebert.load(out / "model").config.max_position >= 128
     assert (out / "plots" / "loss.png").is_file() and (out / "eval.json").is_file()
+
+
+def test_continue_pretraining_after_add_words_grows_the_model(
+    tmp_path: Path, data_dir: Path, tokenizer_dir: Path, chapters: list[Path], other_tokenizer: Path
+) -> None:
+    import torch
+
+    from litebert.train.run import RunFiles
+    from litebert.vocab import add_words
+
+    run = tmp_path / "base"
+    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",
+            str(tokenizer_dir), "--out", str(run), *FAST]  # fmt: skip
+    assert main(args) == 0
+    grown, added = add_words(tokenizer_dir, ["harpooneerz", "spermacetiq"], tmp_path / "tok2")
+    assert len(added) == 2
+    data2 = tmp_path / "data2"
+    build(chapters, tmp_path / "tok2", data2, DataConfig(max_seq_length=64, max_predictions_per_seq=10),
+          progress=False)  # fmt: skip
+    # the run's first model: the base model with two new embedding rows, every old weight bit for bit
+    base = litebert.load(run / "model")
+    files = RunFiles(run_dir=tmp_path / "x", tokenizer_dir=tmp_path / "tok2", init_from=run / "model")
+    want = litebert.ModelConfig.from_dict({**base.config.to_dict(), "vocab_size": grown.vocab_size})
+    start = files.initial_model(want, seed=0)
+    old, new = base.state_dict(), start.state_dict()
+    emb = "albert.embeddings.word_embeddings.weight"
+    assert new[emb].shape[0] == base.config.vocab_size + 2 and torch.equal(new[emb][: base.config.vocab_size], old[emb])
+    assert all(torch.equal(old[k], new[k]) for k in old if k not in (emb, "mlm_head.bias"))
+    # ...and the command takes that route from --init-from
+    args = ["pretrain", "--init-from", str(run / "model"), "--data", str(data2), "--tokenizer",
+            str(tmp_path / "tok2"), "--out", str(tmp_path / "cont"), *FAST]  # fmt: skip
+    assert main(args) == 0
+    assert litebert.load(tmp_path / "cont" / "model").config.vocab_size == grown.vocab_size
+    # a tokenizer that is not an extension of the model's is refused, naming it
+    files = RunFiles(run_dir=tmp_path / "y", tokenizer_dir=other_tokenizer, init_from=run / "model")
+    with pytest.raises(ValueError, match="does not extend the model's"):
+        files.initial_model(litebert.ModelConfig.from_dict({**base.config.to_dict(), "vocab_size": 5000}), seed=0)

@@ -145,11 +145,15 @@ def _model_config(job: PretrainJob, data_dir: Path) -> ModelConfig:
     from litebert.data import read_manifest
     from litebert.weights import load_config
 
+    manifest = read_manifest(data_dir)
     if job.init_from is not None:
         if _model_overrides(job):
             raise ValueError("config: 'model' overrides cannot be combined with init_from (its config is used)")
-        return load_config(job.init_from)
-    manifest = read_manifest(data_dir)
+        config = load_config(job.init_from)
+        vocab = int(manifest.get("vocab_size", 0))
+        if vocab > config.vocab_size:  # a vocabulary grown by `tokenizer add-words`: the model grows with it
+            config = dataclasses.replace(config, vocab_size=vocab)
+        return config
     seq = int(manifest.get("settings", manifest).get("max_seq_length", 0) or 0)
     fields = {"vocab_size": int(manifest["vocab_size"])}
     if seq:

@@ -11,6 +11,7 @@ Every check runs before anything is written, so a refused run leaves the directo
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -32,6 +33,7 @@ from litebert.train.checkpoint import (
     set_rng_state,
 )
 from litebert.train.config import TrainConfig
+from litebert.vocab import resize_model_vocab
 
 RUN_CONFIG = "run_config.json"
 SPIECE = "spiece.model"
@@ -52,9 +54,29 @@ class RunFiles:
         torch.manual_seed(seed)
         source = self.resume_from or self.init_from
         model = litebert.load(source) if source is not None else litebert.AlbertForPretraining(mcfg)
+        if source is self.init_from and _grown_vocab(model.config, mcfg):
+            self._check_extends_tokenizer(model.config.vocab_size)
+            resize_model_vocab(model, mcfg.vocab_size, generator=torch.Generator().manual_seed(seed))
         if model.config != mcfg:
             raise ValueError(f"{source}: model config differs from the requested one: {_diff(model.config, mcfg)}")
         return model
+
+    def _check_extends_tokenizer(self, old_size: int) -> None:
+        """A grown vocabulary must keep the model's pieces at their ids (what `tokenizer add-words` writes)."""
+        from litebert.tokenizer import Tokenizer
+
+        if self.init_from is None or not (self.init_from / SPIECE).is_file() or self.tokenizer_dir is None:
+            raise ValueError(
+                f"{self.init_from}: the data has a larger vocabulary than this model, and without both tokenizers "
+                "(the model's and the run's) litebert cannot check that it extends the model's"
+            )
+        old = Tokenizer.load(self.init_from).pieces
+        new = Tokenizer.load(self.tokenizer_dir).pieces
+        if len(old) != old_size or new[: len(old)] != old:
+            raise ValueError(
+                f"{self.tokenizer_dir}: this tokenizer does not extend the model's ({self.init_from / SPIECE}): "
+                "its first pieces differ; grow a vocabulary with `litebert tokenizer add-words`"
+            )
 
     def restore(
         self, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, env: dist.DistEnv
@@ -222,6 +244,11 @@ def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir
         "init_from": str(run.init_from) if run.init_from is not None else None,
     }  # fmt: skip
     (run.run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+
+
+def _grown_vocab(have: ModelConfig, want: ModelConfig) -> bool:
+    """Whether `want` is `have` with a larger vocabulary (continued pretraining after add-words)."""
+    return want.vocab_size > have.vocab_size and dataclasses.replace(have, vocab_size=want.vocab_size) == want
 
 
 def _diff(a: ModelConfig, b: ModelConfig) -> str:
