@@ -46,7 +46,9 @@ def _config_file(tmp_path: Path, *, model: bool = True) -> Path:
     return path
 
 
-def test_cli_pretrain_on_a_built_data_dir_then_resume(tmp_path: Path, data_dir: Path, tokenizer_dir: Path) -> None:
+def test_cli_pretrain_on_a_built_data_dir_then_resume(
+    tmp_path: Path, data_dir: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
     run = tmp_path / "run"
     args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",
             str(tokenizer_dir), "--out", str(run), *FAST]  # fmt: skip
@@ -59,7 +61,13 @@ def test_cli_pretrain_on_a_built_data_dir_then_resume(tmp_path: Path, data_dir: 
     records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     keys = {"step", "loss", "mlm_acc", "sop_acc", "lr", "grad_norm", "tokens_per_s", "flops_per_s"}
     assert keys <= set(records[0])
-    assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "5", "--no-progress"]) == 0
+    assert main(["pretrain", "--out", str(run), "--resume", "--no-progress"]) == 2
+    assert "already at step 3 of max_steps 3; pass a larger --max-steps" in capsys.readouterr().err
+    assert main(["pretrain", "--out", str(run), "--resume", "--preset", "albert-base", "--max-steps", "5"]) == 2
+    assert "--preset cannot change them" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match=r"changed settings \{'grad_accum': 2\}.*will not reproduce"):
+        assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "5", "--grad-accum", "2",
+                     "--no-progress"]) == 0  # fmt: skip
     steps = [r["step"] for r in (json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines())]
     assert steps[-1] == 5 and json.loads((run / "run_config.json").read_text())["train"]["max_steps"] == 3
 

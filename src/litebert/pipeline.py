@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from litebert.train.config import check_types, from_dict
 from litebert.train.run import RUN_CONFIG
 
 PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus"
+# Settings a resumed run may change without changing its arithmetic.
+_RESUME_NEUTRAL = ("max_steps", "save_every", "eval_every", "log_every", "keep_last", "progress", "tensorboard")
 
 # The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
 DEFAULT_TRAIN = dict(
@@ -163,7 +166,7 @@ def _model_config(job: PretrainJob, data_dir: Path) -> ModelConfig:
 
 def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSummary:
     """Continue RUN_DIR with its own model config and data; `job.train` carries the (possibly new) settings."""
-    from litebert.train.checkpoint import latest_checkpoint
+    from litebert.train.checkpoint import latest_checkpoint, list_checkpoints, verify_checkpoint
     from litebert.weights import load_config
 
     path = out / RUN_CONFIG
@@ -172,13 +175,23 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSumm
     saved = json.loads(path.read_text())
     ckpt = latest_checkpoint(out)
     if ckpt is None:
-        raise FileNotFoundError(f"{out}: --resume given but it holds no complete checkpoint")
+        found = len(list_checkpoints(out))
+        why = f"all {found} checkpoint(s) are incomplete or corrupt (see the warnings)" if found else "none saved"
+        raise FileNotFoundError(f"{out}: --resume given but it holds no usable checkpoint: {why}")
     model_config = load_config(ckpt)
     asked = _model_overrides(job)
     if asked and ModelConfig.from_dict({**model_config.to_dict(), **asked}) != model_config:
         raise ValueError(f"{ckpt}: cannot resume with different model settings {asked}")
     data_dir = job.data_dir or saved.get("data_dir")
     train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
+    step = int(verify_checkpoint(ckpt)["step"])
+    if train.max_steps <= step:
+        raise ValueError(f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
+                         "pass a larger --max-steps to train further")  # fmt: skip
+    changed = {k: v for k, v in overrides.items() if k not in _RESUME_NEUTRAL and saved["train"].get(k) != v}
+    if changed:
+        warnings.warn(f"resuming {out} with changed settings {changed}: it continues with them, so it will not "
+                      "reproduce an uninterrupted run", stacklevel=2)  # fmt: skip
     return pretrain(model_config, train, data_dir, out, resume=True)
 
 

@@ -54,6 +54,10 @@ def _pretrain(args: argparse.Namespace) -> int:
 
     from litebert.pipeline import PretrainJob, run_job
 
+    fixed = [f"--{k.replace('_', '-')}" for k in ("preset", "init_from", "tokenizer", "corpus") if getattr(args, k)]
+    if args.resume and fixed:
+        raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
+                         "cannot change them (start a new run with --init-from RUN_DIR/model instead)")  # fmt: skip
     job = PretrainJob.from_json(args.config) if args.config else PretrainJob()
     changes = {k: v for k, v in (("preset", args.preset), ("data_dir", args.data), ("tokenizer", args.tokenizer),
                                  ("corpus", args.corpus), ("init_from", args.init_from)) if v is not None}  # fmt: skip
