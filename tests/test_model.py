@@ -178,6 +178,12 @@ def test_config_validation_names_the_field(field, value, message):
         litebert.ModelConfig(**{**CFG, field: value})
 
 
+def test_sequence_longer_than_max_position_is_named():
+    model = litebert.AlbertForPretraining(litebert.ModelConfig(**{**CFG, "max_position": 8}))
+    with pytest.raises(ValueError, match="sequence length 10 exceeds the model's max_position 8"):
+        model(_ids(t=10))
+
+
 def test_config_from_dict_rejects_unknown_and_wrong_types():
     with pytest.raises(ValueError, match=r"unknown ModelConfig field\(s\) \['hidden'\]"):
         litebert.ModelConfig.from_dict({"hidden": 3})

@@ -183,3 +183,16 @@ def test_continue_pretraining_after_add_words_grows_the_model(
     files = RunFiles(run_dir=tmp_path / "y", tokenizer_dir=other_tokenizer, init_from=run / "model")
     with pytest.raises(ValueError, match="does not extend the model's"):
         files.initial_model(litebert.ModelConfig.from_dict({**base.config.to_dict(), "vocab_size": 5000}), seed=0)
+
+
+def test_bad_paths_are_named_and_leave_nothing_behind(tmp_path: Path, data_dir: Path, capsys) -> None:  # noqa: ANN001
+    run = tmp_path / "run"
+    args = ["pretrain", "--data", str(data_dir), "--tokenizer", str(tmp_path / "nope"), "--out", str(run), *FAST]
+    assert main(args) == 2
+    assert "nope: not a tokenizer directory (no spiece.model); check --tokenizer" in capsys.readouterr().err
+    assert not run.exists()
+    (tmp_path / "file").write_text("x")
+    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--out",
+            str(tmp_path / "file"), *FAST]  # fmt: skip
+    assert main(args) == 2
+    assert "file" in capsys.readouterr().err

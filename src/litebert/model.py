@@ -68,6 +68,8 @@ class Embeddings(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         T = input_ids.shape[1]
+        if input_ids.shape[1] > (limit := self.position_embeddings.num_embeddings):
+            raise ValueError(f"sequence length {T} exceeds the model's max_position {limit}")
         positions = torch.arange(T, device=input_ids.device)
         x = self.word_embeddings(input_ids) + self.position_embeddings(positions)
         x = x + self.token_type_embeddings(token_type_ids)  # (B, T, E)

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     keep_freed_memory()  # this process is ours: reuse freed tensors' pages (litebert.allocator)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as exc:
+    except (ValueError, OSError, KeyError) as exc:  # OSError: a path that cannot be read or written
         # User errors carry a message naming the file/field; a traceback would only hide it.
         print(f"litebert {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -140,6 +140,9 @@ class PretrainingBatches(torch.utils.data.IterableDataset):
         self.reader = _Reader(data_dir, split, seed, tokenizer)
         if len(self.reader) == 0:
             raise ValueError(f"{data_dir}: the {split!r} split holds no examples (corpus too small?)")
+        if split == "train" and batch_size * world_size > len(self.reader):
+            raise ValueError(f"{data_dir}: a batch of {batch_size * world_size} sequences is larger than the train "
+                             f"split ({len(self.reader)} examples); lower the batch size")  # fmt: skip
         self.batch_size, self.split, self.seed = batch_size, split, seed
         self.rank, self.world_size, self.pad_to = rank, world_size, pad_to
         self.global_batch = batch_size * world_size
@@ -160,7 +163,8 @@ class PretrainingBatches(torch.utils.data.IterableDataset):
     def load_state_dict(self, state: dict) -> None:
         for key in ("split", "seed", "batch_size", "world_size"):
             if state.get(key) != getattr(self, key):
-                raise ValueError(f"data state has {key}={state.get(key)!r}, this reader {getattr(self, key)!r}")
+                raise ValueError(f"the checkpoint's data position was saved with {key}={state.get(key)!r}, this run "
+                                 f"has {getattr(self, key)!r}; exact resume needs the same {key}")  # fmt: skip
         self.batch = int(state["batch"])
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:

@@ -184,6 +184,8 @@ def _open_run_main(
                 "(nothing was overwritten)"
             )
         tok = Path(tokenizer_dir) if tokenizer_dir is not None else None
+        if tok is not None and not (tok / SPIECE).is_file():
+            raise FileNotFoundError(f"{tok}: not a tokenizer directory (no {SPIECE}); check --tokenizer")
         if tok is None and init is not None and (init / SPIECE).is_file():
             tok = init
         run.tokenizer_dir = tok
