@@ -103,8 +103,3 @@ def test_eval_is_one_finite_pass(dynamic):
     again = list(PretrainingBatches(dynamic, batch_size=7, split="eval"))
     assert all(torch.equal(x["masked_positions"], y["masked_positions"]) for x, y in zip(batches, again, strict=True))
 
-
-def test_a_batch_larger_than_the_train_split_is_refused(dynamic):
-    n = len(list(read_examples(dynamic, split="train")))
-    with pytest.raises(ValueError, match=f"a batch of {n + 1} sequences is larger than the train split \\({n} "):
-        PretrainingBatches(dynamic, batch_size=n + 1, split="train")

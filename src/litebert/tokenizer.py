@@ -139,14 +139,21 @@ class Tokenizer:
         """Piece ids of one text, no [CLS]/[SEP] (see encode_pair)."""
         return self.encode_batch([text])[0]
 
-    def encode_batch(self, texts: Sequence[str], num_threads: int = 1) -> list[list[int]]:
+    def encode_batch(
+        self, texts: Sequence[str], num_threads: int = 1, *, special_tokens: bool = True
+    ) -> list[list[int]]:
         """Piece ids of many texts: Python normalisation (a fast path for ASCII and stable characters), then one
-        call into sentencepiece's C++ batch encoder (about 1M tokens/s on one core with 30k pieces)."""
+        call into sentencepiece's C++ batch encoder (about 1M tokens/s on one core with 30k pieces).
+
+        `special_tokens`: the strings "[MASK]", "[SEP]", "<pad>", ... in a text map to their ids, as transformers
+        does with its special tokens (fill-mask input). Pretraining data is built with False, as the official
+        code does: raw corpus text is only text, whatever it contains.
+        """
         norm = self.normalizer
         out = self.sp.encode([norm(t) for t in texts], out_type=int, num_threads=num_threads)
         if self._digit_comma:
             out = [self._split_digit_comma(ids) for ids in out]
-        for k, text in enumerate(texts):
+        for k, text in enumerate(texts if special_tokens else ()):
             if ("[" in text or "<" in text) and _SPECIAL_RE.search(text):
                 out[k] = self.encode_with_offsets(text)[0]
         return out

@@ -78,7 +78,7 @@ def _process_window(index: int, docs: list[list[str]]) -> WindowResult:
     if read.split:
         docs = [[s for p in d for s in split_sentences(p, read.language)] for d in docs]
     sizes = [len(d) for d in docs]
-    flat = _WORKER["tok"].encode_batch([s for d in docs for s in d])
+    flat = _WORKER["tok"].encode_batch([s for d in docs for s in d], special_tokens=False)  # corpus text is text
     bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
     ids = Documents.from_lists([flat[bounds[i] : bounds[i + 1]] for i in range(len(docs))])
     train, held, n_eval = window_examples(index, ids, config, _WORKER["vocab"])

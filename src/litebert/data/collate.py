@@ -140,9 +140,6 @@ class PretrainingBatches(torch.utils.data.IterableDataset):
         self.reader = _Reader(data_dir, split, seed, tokenizer)
         if len(self.reader) == 0:
             raise ValueError(f"{data_dir}: the {split!r} split holds no examples (corpus too small?)")
-        if split == "train" and batch_size * world_size > len(self.reader):
-            raise ValueError(f"{data_dir}: a batch of {batch_size * world_size} sequences is larger than the train "
-                             f"split ({len(self.reader)} examples); lower the batch size")  # fmt: skip
         self.batch_size, self.split, self.seed = batch_size, split, seed
         self.rank, self.world_size, self.pad_to = rank, world_size, pad_to
         self.global_batch = batch_size * world_size
