@@ -102,4 +102,3 @@ def test_eval_is_one_finite_pass(dynamic):
         assert (ids[: len(ex["input_ids"])].numpy() == ex["input_ids"]).all()
     again = list(PretrainingBatches(dynamic, batch_size=7, split="eval"))
     assert all(torch.equal(x["masked_positions"], y["masked_positions"]) for x, y in zip(batches, again, strict=True))
-
