@@ -169,3 +169,19 @@ def test_other_objectives_and_dynamic_layout(corpus, tokenizer_dir, tmp_path):
         else:
             assert 0.45 < labels.mean() < 0.7
     shutil.rmtree(tmp_path / "none")
+
+
+def test_special_token_strings_in_the_corpus_are_plain_text(tokenizer_dir, tmp_path):
+    raw = tmp_path / "raw.txt"
+    text = "Call [CLS] me [SEP] Ishmael <pad> now. Some [MASK] years ago <unk> we sailed. The sea was [SEP] grey."
+    raw.write_text("\n\n".join([text] * 12) + "\n")
+    build([raw], tokenizer_dir, tmp_path / "out", _config(max_seq_length=32, eval_fraction=0.0), progress=False)
+    tok = Tokenizer.load(tokenizer_dir)
+    for ex in read_examples(tmp_path / "out"):
+        ids = np.array(ex["input_ids"])
+        unmasked = np.delete(ids, ex["masked_positions"])
+        # only the structure's own [CLS] and [SEP]s: none from the text, no pad inside the sequence
+        assert (ids == tok.cls_id).sum() == 1 and ids[0] == tok.cls_id
+        assert (ids == tok.sep_id).sum() == 2 and ids[-1] == tok.sep_id
+        assert tok.pad_id not in unmasked and tok.mask_id not in unmasked
+    assert tok.encode("[SEP]") == [tok.sep_id]  # fine-tuning input keeps transformers' reading
