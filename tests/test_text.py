@@ -144,6 +144,26 @@ def test_ten_megabyte_line_without_newline(tmp_path):
     assert sents[0] == sentence.strip() and sents[-1] == "T" + "x" * 500_000
 
 
+def test_long_line_unsplit_goes_out_in_pieces_that_end_at_sentence_ends(tmp_path):
+    path = tmp_path / "long.txt"
+    sentences = [f"Sentence number {i} tells of the whale and the sea." for i in range(400)]
+    path.write_text(" ".join(sentences) + "\n")  # ~20 KB on one line, read 1 KB at a time
+    config = ReadConfig(chunk_bytes=1024)
+    pieces = list(read_documents([path], config=ReadConfig(chunk_bytes=1024, split=False)))[0]
+    assert len(pieces) > 5 and all(p.endswith("sea.") for p in pieces)  # never a cut inside a sentence
+    assert [x for p in pieces for x in split_sentences(p, "en")] == sentences
+    assert list(read_documents([path], config=config))[0] == sentences
+
+
+def test_byte_order_mark_is_not_text(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"\xef\xbb\xbfHello world. Second one.\n")
+    with gzip.open(tmp_path / "b.jsonl.gz", "wb") as f:
+        f.write(b'\xef\xbb\xbf{"text": "First record."}\n')
+    report = TextReport()
+    docs = list(read_documents([tmp_path], report=report))
+    assert docs == [["Hello world.", "Second one."], ["First record."]] and report.skipped == 0
+
+
 def test_multibyte_characters_across_chunk_boundaries(tmp_path):
     path = tmp_path / "ko.txt"
     text = "대한민국은 민주공화국이다. " * 500

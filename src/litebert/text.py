@@ -240,6 +240,10 @@ def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, st
     """Yield (line number, text, complete): a line longer than `chunk` bytes comes in several pieces."""
     line_no, pos, carry = 1, 0, b""
     with _open(path) as f:
+        if f.read(3) != b"\xef\xbb\xbf":  # a UTF-8 byte-order mark (as Windows tools write) is not text
+            f.seek(0)
+        else:
+            pos = 3
         while True:
             data = f.readline(chunk)
             if not data:
@@ -261,13 +265,25 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
 
     def flush(final: bool) -> None:
         nonlocal pending
-        if not cfg.split:
-            sents = [" ".join(pending.split())] if pending.strip() else []
+        if final:
+            if cfg.split:
+                doc.extend(split_sentences(pending, cfg.language))
+            elif pending.strip():
+                doc.append(" ".join(pending.split()))
+            pending = ""
+            return
+        # A paragraph longer than chunk_bytes goes out as it arrives, up to its last sentence, which waits for
+        # more text: a cut never falls inside a sentence (without splitting, the paragraph goes out in pieces
+        # that end at sentence ends). Past 8 chunks without a sentence end, it is cut at its last space.
+        sents = split_sentences(pending, cfg.language)
+        if len(sents) >= 2:
+            keep = sents.pop() + (" " if pending[-1:].isspace() else "")
+        elif len(pending) > 8 * cfg.chunk_bytes:
+            cut = pending.rfind(" ") if pending.rfind(" ") > 0 else len(pending)
+            sents, keep = [" ".join(pending[:cut].split())], pending[cut:]
         else:
-            sents = split_sentences(pending, cfg.language)
-        # A long paragraph is split as it arrives; its last, maybe unfinished, sentence waits for more text.
-        keep = "" if final or len(sents) < 2 else sents.pop() + (" " if pending[-1:].isspace() else "")
-        doc.extend(sents)
+            return
+        doc.extend(sents if cfg.split else [" ".join(sents)])
         pending = keep
 
     continuing = False  # the previous piece was an unfinished long line
