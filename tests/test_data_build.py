@@ -185,3 +185,25 @@ def test_special_token_strings_in_the_corpus_are_plain_text(tokenizer_dir, tmp_p
         assert (ids == tok.sep_id).sum() == 2 and ids[-1] == tok.sep_id
         assert tok.pad_id not in unmasked and tok.mask_id not in unmasked
     assert tok.encode("[SEP]") == [tok.sep_id]  # fine-tuning input keeps transformers' reading
+
+
+def test_output_inside_the_corpus_and_a_changed_corpus(tokenizer_dir, tmp_path):
+    import os
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    text = "Call me Ishmael. Some years ago, never mind how long. I thought I would sail about.\n\n"
+    (corpus / "a.txt").write_text(text * 30)
+    config = _config(max_seq_length=32, eval_fraction=0.0)
+    inside = build([corpus], tokenizer_dir, corpus / "data", config, progress=False)
+    assert build([corpus], tokenizer_dir, corpus / "data", config, progress=False) == inside  # done, not re-read
+    outside = build([corpus / "a.txt"], tokenizer_dir, tmp_path / "data", config, progress=False)
+    assert inside["documents"] == outside["documents"] and inside["tokens"] == outside["tokens"]
+    # the same size, other words: named, not silently kept
+    (corpus / "a.txt").write_text((text * 30).replace("Ishmael", "ISHMAEL"))
+    os.utime(corpus / "a.txt", ns=(1, 1))
+    with pytest.raises(ValueError, match=r"other corpus \(first change: .*a.txt; file sizes and modification"):
+        build([corpus], tokenizer_dir, corpus / "data", config, progress=False)
+    with pytest.raises(ValueError, match=r"other corpus .*, settings \(seed: 12345 -> 5\)"):
+        build([corpus / "a.txt"], tokenizer_dir, tmp_path / "data", _config(max_seq_length=32, eval_fraction=0.0,
+                                                                            seed=5), progress=False)  # fmt: skip

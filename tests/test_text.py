@@ -187,3 +187,15 @@ def test_prepare_cli_writes_official_format(tmp_path, shared_data, capsys):
     assert docs == list(read_documents([ko, md]))
     assert main(["text", "prepare", str(tmp_path / "missing"), "--out", str(out)]) == 2
     assert "missing" in capsys.readouterr().err
+
+
+def test_output_inside_the_input_is_not_read_back(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Call me Ishmael. Some years ago.\n")
+    for _ in range(2):  # the second run would read the first one's output if it were not left out
+        report = prepare([corpus], corpus / "zzz.txt")
+        assert report.files == 1 and (corpus / "zzz.txt").read_text() == "Call me Ishmael.\nSome years ago.\n"
+    assert sorted(p.name for p in corpus.iterdir()) == ["a.txt", "zzz.txt"]  # no partial .tmp left
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        prepare([corpus / "a.txt"], corpus)

@@ -138,9 +138,11 @@ def _continues(prev: str, seg: str) -> bool:
     return glued and tail[-1:] in _CLOSERS and bool(_HANGUL.match(first))
 
 
-def iter_files(paths: Sequence[str | Path]) -> list[Path]:
-    """Expand files and directories (recursively, sorted, hidden entries left out); missing paths raise."""
+def iter_files(paths: Sequence[str | Path], *, exclude: Sequence[str | Path] = ()) -> list[Path]:
+    """Expand files and directories (recursively, sorted, hidden entries left out); missing paths raise.
+    Files at or under an `exclude` path (a command's own output, when written inside its input) are left out."""
     files: list[Path] = []
+    skip = [Path(p).resolve() for p in exclude]
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
@@ -151,18 +153,24 @@ def iter_files(paths: Sequence[str | Path]) -> list[Path]:
             files.append(path)
         else:
             raise FileNotFoundError(f"no such file or directory: {path}")
+    if skip:
+        files = [f for f in files if not any(r == x or x in r.parents for r in [f.resolve()] for x in skip)]
     return files
 
 
 def read_documents(
-    paths: Sequence[str | Path], *, report: TextReport | None = None, config: ReadConfig | None = None
+    paths: Sequence[str | Path],
+    *,
+    report: TextReport | None = None,
+    config: ReadConfig | None = None,
+    exclude: Sequence[str | Path] = (),
 ) -> Iterator[list[str]]:
     """Stream documents, each a list of sentences, from files and directories (see ReadConfig).
 
     Paths are checked at once (FileNotFoundError naming the path); a corpus that yields no sentence raises
     ValueError at the end of the stream.
     """
-    files = iter_files(paths)
+    files = iter_files(paths, exclude=exclude)
     return _documents(files, report if report is not None else TextReport(), config or ReadConfig())
 
 
@@ -341,10 +349,16 @@ def prepare(paths: Sequence[str | Path], out: str | Path, *, config: ReadConfig 
     report = TextReport()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if out.is_dir():
+        raise IsADirectoryError(f"{out}: is a directory; --out names the file to write")
     tmp = out.with_name(out.name + ".tmp")
     opener = gzip.open if out.suffix == ".gz" else open
-    with opener(tmp, "wt", encoding="utf-8", newline="\n") as f:
-        for i, doc in enumerate(read_documents(paths, report=report, config=config)):
-            f.write(("\n" if i else "") + "\n".join(doc) + "\n")
-    tmp.replace(out)
+    docs = read_documents(paths, report=report, config=config, exclude=[out, tmp])  # checks the paths now
+    try:
+        with opener(tmp, "wt", encoding="utf-8", newline="\n") as f:
+            for i, doc in enumerate(docs):
+                f.write(("\n" if i else "") + "\n".join(doc) + "\n")
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)  # an interrupted or failed run leaves no partial file
     return report

@@ -293,7 +293,7 @@ def train_tokenizer(
     report = report if report is not None else TextReport()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    docs = read_documents(inputs, report=report, config=cfg.read)  # checks the paths now
+    docs = read_documents(inputs, report=report, config=cfg.read, exclude=[out])  # checks the paths now
     model = io.BytesIO()
     spm.set_random_generator_seed(cfg.seed)
     with tqdm(desc="sentences read", unit=" sent", disable=not progress) as bar:

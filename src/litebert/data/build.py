@@ -134,15 +134,15 @@ def _results(windows: Iterator[list[list[str]]], skip: set[int], workers: int, i
             yield j, (fut.result() if fut else None)
 
 
-def _identity(corpus: Sequence[str | Path], tok, config: DataConfig, read: ReadConfig) -> dict:
-    files = iter_files(corpus)
+def _identity(corpus: Sequence[str | Path], tok, config: DataConfig, read: ReadConfig, out: Path) -> dict:
+    files = iter_files(corpus, exclude=[out])
     return {
         "format_version": FORMAT_VERSION,
         "settings": config.to_dict(),
         "read": asdict(read),
         "tokenizer_sha256": tok.checksum,
         "vocab_size": int(tok.vocab_size),
-        "corpus": [{"path": str(p), "bytes": p.stat().st_size} for p in files],
+        "corpus": [{"path": str(p), "bytes": p.stat().st_size, "mtime_ns": p.stat().st_mtime_ns} for p in files],
     }
 
 
@@ -152,10 +152,12 @@ def _prepare_out(out: Path, identity: dict) -> dict | None:
     state = out / STATE
     if state.is_file():
         previous = json.loads(state.read_text())
-        if previous != identity:
-            changed = sorted(k for k in identity if previous.get(k) != identity[k])
+        if previous != identity and not _known_windows(out) and not (out / MANIFEST).is_file():
+            write_json(state, identity)  # a build that failed before its first window: nothing to resume
+        elif previous != identity:
             raise ValueError(
-                f"{out}: holds data built with other {', '.join(changed)}; choose another --out or delete it"
+                f"{out}: holds data built with other {_differences(previous, identity)}; choose another --out or "
+                "delete it"
             )
         if (out / MANIFEST).is_file():
             return json.loads((out / MANIFEST).read_text())
@@ -166,6 +168,25 @@ def _prepare_out(out: Path, identity: dict) -> dict | None:
     for split in SPLITS:
         remove_partial(out / split)
     return None
+
+
+def _differences(previous: dict, identity: dict) -> str:
+    """What differs between two build identities, named: setting fields, or the first corpus file."""
+    out = []
+    for key in sorted(identity):
+        old, new = previous.get(key), identity[key]
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            fields = sorted(f for f in new.keys() | old.keys() if old.get(f) != new.get(f))
+            out.append(f"{key} ({', '.join(f'{f}: {old.get(f)!r} -> {new.get(f)!r}' for f in fields)})")
+        elif key == "corpus" and isinstance(old, list):
+            first = next((n for o, n in zip(old, new, strict=False) if o != n), None)
+            what = f"first change: {first['path']}" if first else f"{len(old)} -> {len(new)} files"
+            out.append(f"corpus ({what}; file sizes and modification times are compared)")
+        else:
+            out.append(key)
+    return ", ".join(out)
 
 
 def _known_windows(out: Path) -> list[dict]:
@@ -211,7 +232,7 @@ def build(
     read = read_config or ReadConfig()
     tok = Tokenizer.load(tokenizer_dir)
     out = Path(out_dir)
-    identity = _identity(corpus, tok, config, read)
+    identity = _identity(corpus, tok, config, read, out)
     complete = _prepare_out(out, identity)
     if complete is not None:
         return complete
@@ -224,7 +245,7 @@ def build(
         for s in SPLITS
     }
     # Documents go to the workers unsplit: sentence splitting is pure Python and must run in parallel.
-    docs = read_documents(corpus, config=ReadConfig(**{**asdict(read), "split": False}))
+    docs = read_documents(corpus, config=ReadConfig(**{**asdict(read), "split": False}), exclude=[out])
     init = (str(tokenizer_dir), config, read, tok)
     with open(out / WINDOWS, "a") as log:
         results = _results(_windows(docs, config.window_chars), skip, workers, init)
