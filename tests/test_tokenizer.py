@@ -214,6 +214,15 @@ def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_pat
     bad.write_text("fine\ntwo words\n")
     with pytest.raises(ValueError, match=r"bad.txt:2"):
         add_words(tokenizer_dir, bad, tmp_path / "tok3")
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes("\ufeffspermaceti-ish\n".encode())  # as Windows editors save UTF-8
+    assert add_words(tokenizer_dir, bom, tmp_path / "tok4")[1] == ["spermaceti-ish"]
+    for word in ("[MASK]", "<unk>", "▁foo"):
+        with pytest.raises(ValueError, match="a special token or SentencePiece's word marker"):
+            add_words(tokenizer_dir, [word], tmp_path / "tok5")
+    bad.write_bytes(b"\xffoops\n")
+    with pytest.raises(ValueError, match="bad.txt: not UTF-8 text"):
+        add_words(tokenizer_dir, bad, tmp_path / "tok6")
 
 
 def test_resize_model_vocab_keeps_outputs(tokenizer_dir, tok, tmp_path):

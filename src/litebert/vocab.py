@@ -87,7 +87,11 @@ def read_words(path: str | Path) -> list[str]:
     if not path.is_file():
         raise FileNotFoundError(f"no such words file: {path}")
     words = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the first word
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    for n, line in enumerate(text.splitlines(), 1):
         word = line.strip()
         if not word or word.startswith("#"):
             continue
@@ -118,6 +122,8 @@ def add_words(
         norm = base.normalize(word)
         if not norm or " " in norm or re.search(r"\d,$", norm):
             raise ValueError(f"cannot add {word!r}: normalised to {norm!r}, not a single word")
+        if "▁" in norm or word in SPECIAL_TOKENS.values() or norm in {p.lower() for p in SPECIAL_TOKENS.values()}:
+            raise ValueError(f"cannot add {word!r}: a special token or SentencePiece's word marker '▁', not a word")
         if "▁" + norm in known:
             continue
         known.add("▁" + norm)
