@@ -42,3 +42,16 @@ def test_cli_build_and_stats(shared_data, tokenizer_dir, tmp_path, capsys):
     # A user error is a message, not a traceback.
     assert main(["data", "stats", str(tmp_path / "missing")]) == 2
     assert "no manifest" in capsys.readouterr().err
+    assert main(["data", "stats", str(dyn), "--max-examples", "0"]) == 2
+    assert "max_examples (--max-examples) must be a positive integer" in capsys.readouterr().err
+
+
+def test_ctrl_c_is_a_message_not_a_traceback(monkeypatch, capsys):
+    import litebert.data
+
+    def interrupted(*args, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(litebert.data, "data_stats", interrupted)
+    assert main(["data", "stats", "anywhere"]) == 130
+    assert capsys.readouterr().err == "litebert data: interrupted\n"

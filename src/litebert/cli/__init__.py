@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         # User errors carry a message naming the file/field; a traceback would only hide it.
         print(f"litebert {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: no traceback; what was finished is kept (builds and runs resume)
+        print(f"litebert {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

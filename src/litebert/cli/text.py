@@ -61,9 +61,7 @@ def _read_config(args: argparse.Namespace):
 
 
 def _print_report(report) -> None:
-    for message in report.messages[:20]:
-        print(f"  note: {message}")
-    print(report.summary())
+    print(report.summary())  # each note was already logged to stderr as it happened
 
 
 def _prepare(args: argparse.Namespace) -> int:

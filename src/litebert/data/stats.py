@@ -65,6 +65,8 @@ class DataStats:
 
 def data_stats(data_dir: str | Path, *, split: str = "train", max_examples: int = 20_000) -> DataStats:
     """Compute DataStats of ``split`` of a built data directory."""
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
+        raise ValueError(f"max_examples (--max-examples) must be a positive integer, got {max_examples!r}")
     reader = _Reader(data_dir, split, seed=0)
     n = len(reader)
     if n == 0:
