@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--objective", choices=("sop", "nsp", "none"), default="sop")
     build.add_argument("--masking", choices=("static", "dynamic"), default="static")
     build.add_argument("--dupe-factor", type=int, default=None, help="passes (default 40 static, 1 dynamic)")
-    build.add_argument("--max-predictions", type=int, default=20, help="max_predictions_per_seq")
+    build.add_argument("--max-predictions", type=int, default=None,
+                       help="max_predictions_per_seq (default 20, or --max-seq-length when shorter)")  # fmt: skip
     build.add_argument("--masked-lm-prob", type=float, default=0.15)
     build.add_argument("--short-seq-prob", type=float, default=0.1)
     build.add_argument("--max-ngram", type=int, default=3)
@@ -47,7 +48,7 @@ def _build(args: argparse.Namespace) -> int:
 
     config = DataConfig(
         max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions,
+        max_predictions_per_seq=min(20, args.max_seq_length) if args.max_predictions is None else args.max_predictions,
         masked_lm_prob=args.masked_lm_prob,
         dupe_factor=args.dupe_factor,
         short_seq_prob=args.short_seq_prob,
