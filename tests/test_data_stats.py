@@ -42,6 +42,9 @@ def test_cli_build_and_stats(shared_data, tokenizer_dir, tmp_path, capsys):
     # A user error is a message, not a traceback.
     assert main(["data", "stats", str(tmp_path / "missing")]) == 2
     assert "no manifest" in capsys.readouterr().err
+    short = [*argv[: argv.index("--out") + 1], str(tmp_path / "short"), "--max-seq-length", "16", "--no-progress"]
+    assert main(short) == 0  # --max-predictions defaults to the length when 20 does not fit
+    assert read_manifest(tmp_path / "short")["settings"]["max_predictions_per_seq"] == 16
     assert main(["data", "stats", str(dyn), "--max-examples", "0"]) == 2
     assert "max_examples (--max-examples) must be a positive integer" in capsys.readouterr().err
 
