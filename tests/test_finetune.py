@@ -191,6 +191,8 @@ def test_bad_input_messages(model_dir, tmp_path, capsys):
 def test_predict_ignores_labels_it_was_not_trained_on(model_dir, tmp_path):
     data = str(FIXTURES / "sst2.tsv")
     finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1))
+    with pytest.raises(ValueError, match="a model fine-tuned for 'classification', not 'regression'"):
+        evaluate(tmp_path / "best", data, task="regression")
     new = tmp_path / "new.tsv"
     new.write_text("sentence\tlabel\nhello world\t2\nfine\t\n")  # an unseen class and an empty label
     assert [p["line"] for p in predict(tmp_path / "best", new)] == [2, 3]

@@ -318,9 +318,11 @@ def load_finetuned(directory: str | Path) -> Finetuned:
     return Finetuned(model, task, meta["state"], cfg, load_tokenizer(directory))
 
 
-def evaluate(directory: str | Path, data_path: str | Path) -> dict[str, float]:
-    """Score a fine-tuned model on a labelled file of its task."""
+def evaluate(directory: str | Path, data_path: str | Path, task: str | None = None) -> dict[str, float]:
+    """Score a fine-tuned model on a labelled file of its task (`task`, if given, must be the model's)."""
     ft = load_finetuned(directory)
+    if task is not None and task != ft.config.task:
+        raise ValueError(f"{directory}: a model fine-tuned for {ft.config.task!r}, not {task!r}")
     data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="eval")
     data.report.warn()
     return {

@@ -83,7 +83,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ValueError("evaluate needs --predictions (SQuAD scoring) or --init (a fine-tuned model)")
     from litebert.finetune import evaluate
 
-    print(json.dumps(evaluate(args.init, args.data)))
+    print(json.dumps(evaluate(args.init, args.data, task=args.task)))
     return 0
 
 
