@@ -15,7 +15,7 @@ import torch
 
 import litebert
 from litebert.cli import main
-from litebert.text import read_documents
+from litebert.text import ReadConfig, read_documents
 from litebert.tokenizer import Normalizer, Tokenizer, TrainConfig, train_tokenizer
 from litebert.vocab import add_words, resize_model_vocab
 
@@ -191,6 +191,11 @@ def test_train_cli_and_errors(tmp_path, shared_data, capsys):
         train_tokenizer([tmp_path / "nothing-here"], out)
     with pytest.raises(FileNotFoundError, match="spiece.model"):
         Tokenizer.load(tmp_path)
+    long = tmp_path / "long.txt"
+    long.write_text(" ".join(f"word{i} and more words." for i in range(4000)) + "\n")  # one ~100 KB line
+    with pytest.raises(ValueError, match=r"1 sentence\(s\) longer than max_sentence_length=16,384 bytes left out"):
+        train_tokenizer([long], tmp_path / "none", config=TrainConfig(vocab_size=100, read=ReadConfig(split=False)))
+    assert not (tmp_path / "none").exists()  # a failed training writes nothing
 
 
 def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_path, corpus_lines):

@@ -263,14 +263,21 @@ def _read_settings(directory: Path) -> dict[str, bool]:
     return {"do_lower_case": True, "strip_accents": True}
 
 
-def _sentences(docs: Iterator[list[str]], cfg: TrainConfig, bar: tqdm) -> Iterator[str]:
+def _sentences(docs: Iterator[list[str]], cfg: TrainConfig, bar: tqdm, report: TextReport) -> Iterator[str]:
     norm = Normalizer(do_lower_case=cfg.do_lower_case, strip_accents=cfg.strip_accents)
+    too_long = 0
     for doc in docs:
         for sentence in doc:
             text = norm(sentence)
-            if text:
+            if len(text) > cfg.max_sentence_length // 4 and len(text.encode()) > cfg.max_sentence_length:
+                # sentencepiece would drop it without a word
+                too_long += 1
+            elif text:
                 bar.update(1)
                 yield text
+    if too_long:
+        report.note(f"{too_long:,} sentence(s) longer than max_sentence_length={cfg.max_sentence_length:,} bytes "
+                    "left out of vocabulary training (unsplit long lines? drop --no-split)")  # fmt: skip
     # sentencepiece reads every sentence (keeping a reservoir sample) before it trains
     bar.set_description("sentences read; training the unigram model")
     bar.refresh()
@@ -292,14 +299,13 @@ def train_tokenizer(
         cfg = TrainConfig(**{**_shallow(cfg), "vocab_size": vocab_size})
     report = report if report is not None else TextReport()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     docs = read_documents(inputs, report=report, config=cfg.read, exclude=[out])  # checks the paths now
     model = io.BytesIO()
     spm.set_random_generator_seed(cfg.seed)
     with tqdm(desc="sentences read", unit=" sent", disable=not progress) as bar:
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=_sentences(docs, cfg, bar),
+                sentence_iterator=_sentences(docs, cfg, bar, report),
                 model_writer=model,
                 model_type="unigram",
                 vocab_size=cfg.vocab_size,
@@ -317,11 +323,11 @@ def train_tokenizer(
                 minloglevel=1 if progress else 2,
             )
         except RuntimeError as exc:  # e.g. "Vocabulary size is too high": say which corpus and setting
-            msg = (
-                f"sentencepiece training failed ({report.sentences:,} sentences read from {len(inputs)} inputs): {exc}"
-            )
-            raise ValueError(msg) from exc
+            notes = f"; {report.messages[-1]}" if report.messages else ""
+            msg = f"sentencepiece training failed ({report.sentences:,} sentences read from {len(inputs)} inputs"
+            raise ValueError(f"{msg}{notes}): {exc}") from exc
     proto = _finalize_model(model.getvalue())
+    out.mkdir(parents=True, exist_ok=True)  # only now: a failed training leaves no empty directory
     (out / MODEL_FILE).write_bytes(proto)
     settings = {"do_lower_case": cfg.do_lower_case, "strip_accents": cfg.strip_accents}
     tok = Tokenizer(proto, Normalizer(**settings), out)
