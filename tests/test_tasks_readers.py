@@ -137,3 +137,11 @@ def test_spreadsheet_bom_non_finite_scores_and_bad_race_answers(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(race))
     with pytest.raises(ValueError, match="question 0: answer 'AB' is not one of the options"):
         read_race(tmp_path / "r.json")
+
+
+def test_blank_lines_are_skipped_and_counted(tmp_path):
+    path = tmp_path / "p.tsv"
+    path.write_text("sentence\tlabel\ngood\t1\n\nbad\t0\n\n")
+    with pytest.warns(UserWarning, match=r"p.tsv: 2 blank line\(s\) skipped \(first: line 3\)"):
+        rows = read_labeled_table(path, ("sentence",), "label")
+    assert [(r.texts, r.line) for r in rows] == [(("good",), 2), (("bad",), 4)]

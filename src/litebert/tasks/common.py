@@ -86,16 +86,22 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
     """
     delimiter = table_delimiter(path)
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    blank: list[int] = []
     with open_text(path) as f:
-        reader = csv.DictReader(f, delimiter=delimiter, quoting=quoting)
-        header = reader.fieldnames or []
+        reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
+        header = next(reader, [])
         missing = [c for c in columns if c not in header]
         if missing:
             raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")
         for row in reader:
-            if None in row or any(row[c] is None for c in columns):
+            if not row:
+                blank.append(reader.line_num)
+                continue
+            if len(row) != len(header):
                 raise ValueError(f"{path}: line {reader.line_num}: expected {len(header)} fields")
-            yield reader.line_num, row
+            yield reader.line_num, dict(zip(header, row, strict=True))
+    if blank:  # skipped, as csv readers do, but counted
+        warnings.warn(f"{path}: {len(blank)} blank line(s) skipped (first: line {blank[0]})", stacklevel=2)
 
 
 def truncate_pair(a: list[int], b: list[int] | None, max_tokens: int) -> int:
