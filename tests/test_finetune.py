@@ -265,6 +265,10 @@ def test_embed_cli_rows_follow_lines_and_long_texts_use_windows(model_dir, tmp_p
             vecs.append(backbone(seq)[0][0].mean(0).numpy())
             weights.append(seq.shape[1])
     np.testing.assert_allclose(x[2], np.average(vecs, axis=0, weights=weights), atol=1e-5)
+    # rows follow "\n"-terminated lines (CRLF too); a lone "\r" inside a line is text, as wc -l counts
+    (tmp_path / "cr.txt").write_bytes(b"one\r\ntwo\rstill two\nthree")
+    assert main(["embed", str(tmp_path / "cr.txt"), "--init", str(model_dir), "--out", str(tmp_path / "y.npy")]) == 0
+    assert np.load(tmp_path / "y.npy").shape == (3, 64)
 
 
 def test_length_grouped_batches_cover_every_feature_once_per_epoch_and_pad_little():

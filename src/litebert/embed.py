@@ -80,8 +80,10 @@ def embed_file(
     max_seq_length: int | None = None,
 ) -> Embeddings:  # fmt: skip
     """Embed every line of a text file with the model in `init`; save the (N, H) array to `out` (.npy)."""
-    with open_text(path) as f:
-        texts = [line.rstrip("\r\n") for line in f]
+    with open_text(path) as f:  # rows are "\n"-terminated lines, as wc -l counts them (a lone "\r" is text)
+        texts = [line.removesuffix("\r") for line in f.read().split("\n")]
+    if texts and texts[-1] == "":
+        texts.pop()  # the final newline ends the last line, it does not start another
     if not texts:
         raise ValueError(f"{path}: no lines to embed")
     backbone, tok = load_encoder(init)
