@@ -145,3 +145,16 @@ def test_blank_lines_are_skipped_and_counted(tmp_path):
     with pytest.warns(UserWarning, match=r"p.tsv: 2 blank line\(s\) skipped \(first: line 3\)"):
         rows = read_labeled_table(path, ("sentence",), "label")
     assert [(r.texts, r.line) for r in rows] == [(("good",), 2), (("bad",), 4)]
+
+
+def test_a_file_without_header_is_read_by_column_positions(tmp_path):
+    cola = tmp_path / "cola.tsv"  # GLUE CoLA: source, label, original label, sentence; no header row
+    cola.write_text("gj04\t1\t\tOur friends won't buy this analysis.\ngj04\t0\t*\tThey drank the pub.\n")
+    rows = read_labeled_table(cola, ("3",), "1")
+    assert [(r.texts, r.label, r.line) for r in rows] == [
+        (("Our friends won't buy this analysis.",), "1", 1),
+        (("They drank the pub.",), "0", 2),
+    ]
+    with pytest.raises(ValueError, match="cola.tsv: line 2: expected 4 fields, found 3"):
+        cola.write_text("gj04\t1\t\tFine.\ngj04\t0\tShort.\n")
+        read_labeled_table(cola, ("3",), "1")

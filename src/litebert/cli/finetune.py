@@ -30,8 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--group-by-length", action="store_true", help="length-grouped batches (faster on real text)")
     p.add_argument("--pooling", choices=POOLINGS, default="cls",
                    help="classification, regression, multiple-choice: [CLS] pooler or token mean")  # fmt: skip
-    p.add_argument("--text-columns", help="comma-separated text column names (one, or two for pairs)")
-    p.add_argument("--label-column", help="label (or score) column name")
+    p.add_argument("--text-columns",
+                   help="comma-separated text column names (one, or two for pairs), or 0-based positions for a "
+                        "file without a header row (GLUE CoLA: --text-columns 3 --label-column 1)")  # fmt: skip
+    p.add_argument("--label-column", help="label (or score) column name, or its position")
     p.add_argument("--device", help="torch device (default: cuda when available)")
     p.set_defaults(func=_finetune)
 

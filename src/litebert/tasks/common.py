@@ -7,6 +7,7 @@ import bz2
 import csv
 import gzip
 import io
+import itertools
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -79,8 +80,10 @@ def table_delimiter(path: str | Path) -> str:
 
 
 def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield (line number, row) from a headed CSV/TSV, checking that every named column exists.
+    """Yield (line number, row) from a CSV/TSV, checking that every named column exists.
 
+    Columns are header names; when all are 0-based positions ("3", "1") that the first row does not name,
+    the file has no header row (GLUE's CoLA) and every row is data, keyed by those positions.
     GLUE's TSVs are read without quote handling, as the official processors do (quotechar=None), because
     their sentences contain bare quote characters; CSVs use standard quoting (fields may span lines).
     """
@@ -89,17 +92,24 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
     blank: list[int] = []
     with open_text(path) as f:
         reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
-        header = next(reader, [])
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")
-        for row in reader:
+        first = next(reader, [])
+        positions = bool(columns) and all(c.isdigit() for c in columns) and not set(columns) <= set(first)
+        if positions:  # no header: the first row is data
+            width = max(int(c) for c in columns) + 1
+            header, rows = [str(i) for i in range(max(width, len(first)))], itertools.chain([first], reader)
+        else:
+            header, rows = first, reader
+            missing = [c for c in columns if c not in header]
+            if missing:
+                raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")
+        for row in rows:
+            line = reader.line_num
             if not row:
-                blank.append(reader.line_num)
+                blank.append(line)
                 continue
             if len(row) != len(header):
-                raise ValueError(f"{path}: line {reader.line_num}: expected {len(header)} fields")
-            yield reader.line_num, dict(zip(header, row, strict=True))
+                raise ValueError(f"{path}: line {line}: expected {len(header)} fields, found {len(row)}")
+            yield line, dict(zip(header, row, strict=True))
     if blank:  # skipped, as csv readers do, but counted
         warnings.warn(f"{path}: {len(blank)} blank line(s) skipped (first: line {blank[0]})", stacklevel=2)
 
