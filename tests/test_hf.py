@@ -118,10 +118,10 @@ def test_export_writes_transformers_config(tmp_path):
 @pytest.mark.parametrize(
     ("cls", "fresh"),
     [
-        ("AlbertForMaskedLM", "no the pooler, no the SOP head"),  # the hub's usual layout
-        ("AlbertModel", "no the MLM head, no the SOP head"),
-        ("AlbertForSequenceClassification", "no the MLM head, no the SOP head"),
-        ("AlbertForQuestionAnswering", "no the pooler, no the MLM head, no the SOP head"),
+        ("AlbertForMaskedLM", "no pooler and no SOP head"),  # the hub's usual layout
+        ("AlbertModel", "no MLM head and no SOP head"),
+        ("AlbertForSequenceClassification", "no MLM head and no SOP head"),
+        ("AlbertForQuestionAnswering", "no pooler and no MLM head and no SOP head"),
     ],
 )
 @pytest.mark.parametrize("weights", ["model.safetensors", "pytorch_model.bin"])

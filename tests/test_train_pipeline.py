@@ -136,7 +136,7 @@ def test_embedded_default_runs_end_to_end_on_the_packaged_corpus(tmp_path: Path)
     """`litebert pretrain` with no arguments, cut to 2 steps: packaged corpus -> tokenizer -> data -> model."""
     from litebert.pipeline import PACKAGED_CORPUS
 
-    assert len(list((PACKAGED_CORPUS / "moby-dick").glob("chapter_*.txt"))) == 135
+    assert len(list(PACKAGED_CORPUS.glob("chapter_*.txt"))) == 135 == len(list(PACKAGED_CORPUS.iterdir()))
     short = tmp_path / "short.json"
     short.write_text(json.dumps({"train": {"eval_batches": 2}, "data": {"dupe_factor": 1}}))
     out = tmp_path / "default"
@@ -146,6 +146,8 @@ def test_embedded_default_runs_end_to_end_on_the_packaged_corpus(tmp_path: Path)
     assert config["model"]["vocab_size"] == 8000 and config["train"]["precision"] == "bf16"
     assert litebert.load(out / "model").config.max_position >= 128
     assert (out / "plots" / "loss.png").is_file() and (out / "eval.json").is_file()
+    manifest = json.loads((out / "prep" / "data" / "build_state.json").read_text())
+    assert not any(f["path"].endswith("README.md") for f in manifest["corpus"])  # the chapters only
 
 
 def test_continue_pretraining_after_add_words_grows_the_model(
@@ -196,3 +198,25 @@ def test_bad_paths_are_named_and_leave_nothing_behind(tmp_path: Path, data_dir: 
             str(tmp_path / "file"), *FAST]  # fmt: skip
     assert main(args) == 2
     assert "file" in capsys.readouterr().err
+
+
+def test_data_dir_carries_its_tokenizer_and_a_failed_start_can_be_rerun(tmp_path: Path, data_dir: Path,
+                                                                         tokenizer_dir: Path) -> None:  # fmt: skip
+    assert (data_dir / "tokenizer" / "spiece.model").read_bytes() == (tokenizer_dir / "spiece.model").read_bytes()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run_config.json").write_text("{}")  # what a start that failed before its first step leaves
+    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--out", str(run), *FAST]
+    assert main(args) == 0  # no --tokenizer: the model gets the one the data was built with
+    assert (run / "model" / "spiece.model").read_bytes() == (tokenizer_dir / "spiece.model").read_bytes()
+    assert main(args) == 2  # now it holds a run
+
+
+def test_embedded_default_model_fields_shape_only_the_default_preset(data_dir: Path) -> None:
+    from litebert.pipeline import _model_config
+
+    assert _model_config(PretrainJob(), data_dir).hidden_dropout == 0.0  # the default run: ALBERT v2's no dropout
+    base = _model_config(PretrainJob(preset="albert-base"), data_dir)
+    assert base.hidden_dropout == base.attention_dropout == litebert.preset("albert-base").hidden_dropout == 0.1
+    asked = _model_config(PretrainJob(preset="albert-base", model={"hidden_dropout": 0.0}), data_dir)
+    assert asked.hidden_dropout == 0.0

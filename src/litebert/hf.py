@@ -80,7 +80,7 @@ _DERIVED = ("predictions.decoder.weight", "predictions.decoder.bias", "albert.em
 # Parts only some transformers classes save (AlbertModel and the task models have no MLM or SOP head;
 # AlbertForMaskedLM, the hub's usual layout, has no pooler and no SOP head). Missing, they keep litebert's
 # fresh initialisation, and load_hf says so.
-_OPTIONAL = {"albert.pooler.": "the pooler", "mlm_head.": "the MLM head", "sop_head.": "the SOP head"}
+_OPTIONAL = {"albert.pooler.": "pooler", "mlm_head.": "MLM head", "sop_head.": "SOP head"}
 # Task heads of AlbertFor{SequenceClassification,TokenClassification,MultipleChoice,QuestionAnswering}: not
 # part of a pretrained model, so they are left out (fine-tuning builds its own head).
 _TASK_HEADS = ("classifier.", "qa_outputs.")
@@ -229,7 +229,7 @@ def load_hf(directory: str | Path) -> AlbertForPretraining:
     fresh = tuple(prefix for prefix in _OPTIONAL if not any(k.startswith(prefix) for k in tensors))
     if fresh:
         warnings.warn(
-            f"{directory}: the checkpoint has no {', no '.join(_OPTIONAL[p] for p in fresh)} (saved by a "
+            f"{directory}: the checkpoint has no {' and no '.join(_OPTIONAL[p] for p in fresh)} (saved by a "
             "transformers class other than AlbertForPreTraining); those weights keep a fresh initialisation",
             stacklevel=2,
         )

@@ -19,12 +19,13 @@ from litebert.config import ModelConfig, preset, read_json
 from litebert.data import DataConfig
 from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
-from litebert.train.run import RUN_CONFIG
+from litebert.train.run import RUN_CONFIG, run_started
 
-PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus"
+PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus" / "moby-dick"  # the chapters, not the README
 # Settings a resumed run may change without changing its arithmetic.
 _RESUME_NEUTRAL = ("max_steps", "save_every", "eval_every", "log_every", "keep_last", "progress", "tensorboard")
 
+DEFAULT_PRESET = "tiny"
 # The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
 DEFAULT_TRAIN = dict(
     max_steps=1600, batch_size=32, lr=1e-2, warmup_ratio=0.1, save_every=400, eval_every=400, log_every=20,
@@ -44,7 +45,7 @@ DEFAULT_DATA = dict(
 class PretrainJob:
     """Everything `litebert pretrain` needs; `--config FILE` is this object as JSON (unknown keys refused)."""
 
-    preset: str = "tiny"
+    preset: str = DEFAULT_PRESET
     model: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_MODEL))  # fields over the preset
     train: TrainConfig = field(default_factory=lambda: TrainConfig(**DEFAULT_TRAIN))
     data: DataConfig = field(default_factory=lambda: DataConfig(**DEFAULT_DATA))
@@ -109,7 +110,7 @@ def run_job(
 
 
 def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
-    if (out / RUN_CONFIG).exists():
+    if run_started(out):
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out "
                          "(nothing was overwritten)")  # fmt: skip
     dist.barrier(env)  # every rank has checked before rank 0 writes anything
@@ -161,7 +162,7 @@ def _model_config(job: PretrainJob, data_dir: Path) -> ModelConfig:
     fields = {"vocab_size": int(manifest["vocab_size"])}
     if seq:
         fields["max_position"] = max(seq, preset(job.preset).max_position)
-    return preset(job.preset, **{**fields, **job.model})
+    return preset(job.preset, **{**fields, **_model_fields(job)})
 
 
 def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSummary:
@@ -198,6 +199,12 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSumm
 def _model_overrides(job: PretrainJob) -> dict[str, Any]:
     """Model fields the user asked for; the embedded default's dropout-free setting only shapes new models."""
     return {} if job.model == DEFAULT_MODEL else job.model
+
+
+def _model_fields(job: PretrainJob) -> dict[str, Any]:
+    """Fields over the preset: the user's, or for the default preset the embedded default's (no encoder
+    dropout); another preset chosen without model fields keeps its own dropout."""
+    return job.model if job.model != DEFAULT_MODEL or job.preset == DEFAULT_PRESET else {}
 
 
 def _plots(out: Path) -> list[Path]:

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_pretrain)
 
-    q = sub.add_parser("plot", help="write PNG curves of a pretraining run (needs litebert[plot])")
+    q = sub.add_parser("plot", help="write PNG curves of a pretraining run (matplotlib)")
     q.add_argument("run_dir", metavar="RUN_DIR")
     q.add_argument("--out", metavar="DIR", help="where to write the PNGs (default RUN_DIR/plots)")
     q.set_defaults(func=_plot)

@@ -37,6 +37,7 @@ from litebert.data.shards import (
     FORMAT_VERSION,
     MANIFEST,
     SPLITS,
+    TOKENIZER_DIR,
     WORD_START,
     ExampleBatch,
     ShardWriter,
@@ -46,6 +47,7 @@ from litebert.data.shards import (
     write_json,
 )
 from litebert.text import ReadConfig, iter_files, read_documents, split_sentences
+from litebert.weights import copy_tokenizer
 
 STATE = "build_state.json"
 WINDOWS = "windows.jsonl"
@@ -253,6 +255,8 @@ def build(
     for w in writers.values():
         w.close()
     np.save(out / WORD_START, vocab.word_start)
+    (out / TOKENIZER_DIR).mkdir(exist_ok=True)
+    copy_tokenizer(Path(tokenizer_dir), out / TOKENIZER_DIR)
     manifest = _manifest(identity, vocab, token_dtype, out, totals)
     write_json(out / MANIFEST, manifest)
     return manifest

@@ -4,6 +4,7 @@ Layout of a data directory::
 
     manifest.json            settings, tokenizer sha256, vocab facts, counts and shard lists (written last)
     word_start.npy           the tokenizer's word-start mask, so dynamic masking needs no tokenizer at read time
+    tokenizer/               a copy of the tokenizer the data was built with (pretraining finds it there)
     train/shard_00000/       input_ids.npy (flat), offsets.npy (N+1), a_len.npy, label.npy
                              + masked_positions.npy, masked_labels.npy, ngrams.npy, ngrams_free.npy
                              for static masks
@@ -27,6 +28,7 @@ import numpy as np
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+TOKENIZER_DIR = "tokenizer"
 WORD_START = "word_start.npy"
 SPLITS = ("train", "eval")
 

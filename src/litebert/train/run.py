@@ -178,7 +178,7 @@ def _open_run_main(
         stored = run_dir / "tokenizer"
         run.tokenizer_dir = stored if stored.is_dir() else None
     else:
-        if list_checkpoints(run_dir) or (run_dir / RUN_CONFIG).exists():
+        if run_started(run_dir):
             raise ValueError(
                 f"{run_dir} already holds a run; pass --resume to continue it or choose another --out "
                 "(nothing was overwritten)"
@@ -186,14 +186,23 @@ def _open_run_main(
         tok = Path(tokenizer_dir) if tokenizer_dir is not None else None
         if tok is not None and not (tok / SPIECE).is_file():
             raise FileNotFoundError(f"{tok}: not a tokenizer directory (no {SPIECE}); check --tokenizer")
+        built_with = Path(data_dir) / "tokenizer" if data_dir is not None else None
         if tok is None and init is not None and (init / SPIECE).is_file():
             tok = init
+        elif tok is None and built_with is not None and (built_with / SPIECE).is_file():
+            tok = built_with  # the copy `data build` keeps, so the final model carries its tokenizer
         run.tokenizer_dir = tok
     if data_dir is not None:
         _check_data(Path(data_dir), mcfg, run.tokenizer_dir)
     if not resume:
         _create_run_dir(run, mcfg, cfg, data_dir)
     return run
+
+
+def run_started(run_dir: Path) -> bool:
+    """Whether `run_dir` holds a run that trained: a checkpoint, metrics or a final model. A start that
+    failed before its first step leaves only its config and tokenizer copy, and may simply be run again."""
+    return bool(list_checkpoints(run_dir)) or any((run_dir / n).exists() for n in ("metrics.jsonl", "model"))
 
 
 def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig) -> Path:
