@@ -57,6 +57,14 @@ def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
 
         torch.distributed.init_process_group("gloo")  # ours: pretrain leaves it open for the hashing below
         cfg = t.train_config(parallel={parallel!r})
+        # A held-out split that leaves rank 1 without a batch: FSDP refuses before training (DDP is unaffected).
+        small = lambda: t.SyntheticBatches(vocab_size=t.V, seq_len=t.T, batch_size=t.GLOBAL_BATCH, seed=5,
+                                           num_batches=1 - rank, rank=rank, world_size=world)
+        try:
+            t.pretrain(t.model_config(), cfg, None, {str(out)!r} + "-small", batches=source(), eval_batches=small)
+            refused = ""
+        except ValueError as exc:
+            refused = str(exc)
         summary = t.pretrain(t.model_config(), cfg, None, {str(out)!r}, batches=source(), eval_batches=t.eval_source)
         digest = hashlib.sha256()
         for name, p in sorted(summary.model.named_parameters()):
@@ -70,7 +78,7 @@ def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
         resumed = t.pretrain(t.model_config(), cfg, None, {str(out)!r} + "-cut", batches=source(), resume=True)
         with open({str(tmp_path)!r} + f"/rank{{rank}}.json", "w") as f:
             json.dump({{"losses": summary.losses, "digest": digest.hexdigest(), "eval": summary.eval,
-                        "resumed": resumed.losses, "start": resumed.start_step}}, f)
+                        "resumed": resumed.losses, "start": resumed.start_step, "refused": refused}}, f)
         torch.distributed.destroy_process_group()
         # Results are on disk: skip the interpreter's teardown. One CI run lost a rank to "terminate called
         # without an active exception" (not reproduced in 40 runs since), which pytorch/pytorch#90549 reports
@@ -92,6 +100,12 @@ def test_torchrun_two_processes_match_one_process(tmp_path: Path, parallel: str)
     assert ranks[0]["digest"] == ranks[1]["digest"]  # replicas identical after training
     assert ranks[0]["losses"] == ranks[1]["losses"]  # the logged loss is the global mean on every rank
     assert ranks[0]["start"] == 2 and ranks[0]["resumed"] == ranks[0]["losses"][2:]  # exact resume, sharded too
+    if parallel == "fsdp":  # the same message on both ranks, before any step was trained
+        assert ranks[0]["refused"] == ranks[1]["refused"]
+        assert "too small to give each of the 2 ranks" in ranks[0]["refused"]
+        assert not (tmp_path / "fsdp-small" / "checkpoints").exists()
+    else:
+        assert ranks[0]["refused"] == ""
     torch.set_num_threads(1)
     single = pretrain(model_config(), train_config(), None, tmp_path / "single", eval_batches=eval_source,
                       batches=SyntheticBatches(vocab_size=V, seq_len=T, batch_size=GLOBAL_BATCH))  # fmt: skip

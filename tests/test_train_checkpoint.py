@@ -57,6 +57,8 @@ def test_corrupt_or_incomplete_checkpoints_are_skipped(tmp_path: Path) -> None:
         assert latest_checkpoint(tmp_path) == good
     _save(tmp_path, 5, keep_last=5)
     assert not (tmp_path / "checkpoints" / ".tmp-step_00000004-999").exists()
+    assert not partial.exists()  # incomplete and older than the newest complete one: removed too
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step_00000001", "step_00000002", "step_00000005"]
 
 
 def test_metrics_jsonl_resume_truncation_and_plot(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from litebert.allocator import keep_freed_memory
@@ -30,8 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (ValueError, OSError, KeyError) as exc:  # OSError: a path that cannot be read or written
-        # User errors carry a message naming the file/field; a traceback would only hide it.
-        print(f"litebert {args.command}: error: {exc}", file=sys.stderr)
+        # User errors carry a message naming the file/field; a traceback would only hide it. Under torchrun
+        # every rank checks the same inputs and meets the same error: rank 0 reports it.
+        if os.environ.get("RANK", "0") == "0":
+            print(f"litebert {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: no traceback; what was finished is kept (builds and runs resume)
         print(f"litebert {args.command}: interrupted", file=sys.stderr)

@@ -141,11 +141,16 @@ def best_checkpoint(run_dir: str | Path) -> Path | None:
 
 
 def prune(run_dir: str | Path, keep_last: int) -> None:
-    """Delete all but the last `keep_last` complete checkpoints and the best one; drop stale temp dirs."""
+    """Delete all but the last `keep_last` complete checkpoints and the best one; drop stale temp dirs and
+    incomplete checkpoints older than the newest complete one."""
     root = checkpoint_dir(run_dir)
     for tmp in root.glob(f"{TMP_PREFIX}*"):  # ours was renamed already: these were left by a killed run
         shutil.rmtree(tmp, ignore_errors=True)
-    complete = [p for p in list_checkpoints(run_dir) if (p / MARKER).is_file()]
+    every = list_checkpoints(run_dir)
+    complete = [p for p in every if (p / MARKER).is_file()]
+    for path in every:  # incomplete (damaged) ones older than the newest complete one are never resumed from
+        if complete and path not in complete and path.name < complete[-1].name:
+            shutil.rmtree(path, ignore_errors=True)
     keep = set(complete[-keep_last:])
     best = best_checkpoint(run_dir)
     if best is not None:

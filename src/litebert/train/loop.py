@@ -149,6 +149,7 @@ def _build(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv
 def _train(
     run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv, batches: Any, eval_batches: Any
 ) -> TrainSummary:
+    _check_eval_shares(eval_batches, cfg, env)
     tr = _build(run, mcfg, cfg, env)
     step = 0
     torch.manual_seed(cfg.seed + 7919 * env.rank)  # dropout stream: distinct per rank
@@ -287,6 +288,19 @@ class _Window:
         record.update(lr=self.rows[-1]["lr"], tokens_per_s=tokens / elapsed, flops_per_s=flops / elapsed)
         self.start, self.rows, self.carried = time.perf_counter(), [], 0
         return record
+
+
+def _check_eval_shares(eval_batches: Any, cfg: TrainConfig, env: dist.DistEnv) -> None:
+    """Under FSDP every rank's forward is a collective, so every rank needs a held-out batch: say so before
+    training, not at the first evaluation after it (the same message on every rank)."""
+    if eval_batches is None or not env.distributed or cfg.parallel != "fsdp":
+        return
+    empty = torch.tensor([float(next(iter(eval_batches()), None) is None)])
+    if dist.all_reduce_sum(empty, env).item():
+        raise ValueError(
+            f"the held-out split is too small to give each of the {env.world_size} ranks a batch under FSDP; "
+            "hold out more documents (data build --eval-fraction), lower --batch-size, or use --parallel ddp"
+        )
 
 
 def _eval(tr: _Trainer, eval_batches: Any, step: int, logger: MetricsLogger) -> dict[str, float]:
