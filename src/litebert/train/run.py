@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from litebert.config import ModelConfig
+from litebert.data.shards import TOKENIZER_DIR
 from litebert.train import dist
 from litebert.train.checkpoint import (
     latest_checkpoint,
@@ -186,7 +187,7 @@ def _open_run_main(
         tok = Path(tokenizer_dir) if tokenizer_dir is not None else None
         if tok is not None and not (tok / SPIECE).is_file():
             raise FileNotFoundError(f"{tok}: not a tokenizer directory (no {SPIECE}); check --tokenizer")
-        built_with = Path(data_dir) / "tokenizer" if data_dir is not None else None
+        built_with = Path(data_dir) / TOKENIZER_DIR if data_dir is not None else None
         if tok is None and init is not None and (init / SPIECE).is_file():
             tok = init
         elif tok is None and built_with is not None and (built_with / SPIECE).is_file():
