@@ -66,6 +66,17 @@ def test_resume_after_interrupt_is_bit_identical(tmp_path: Path) -> None:
                                        (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]  # fmt: skip
 
 
+def test_a_run_directory_in_use_is_refused(tmp_path: Path) -> None:
+    import fcntl
+
+    run(tmp_path / "r", max_steps=2)
+    with open(tmp_path / "r" / ".lock", "a+") as held:  # as another process still training there would
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ValueError, match="is in use by another litebert process"):
+            run(tmp_path / "r", resume=True, max_steps=4)
+    assert run(tmp_path / "r", resume=True, max_steps=4).start_step == 2  # released: it goes on
+
+
 def test_resumed_train_records_average_the_same_steps(tmp_path: Path) -> None:
     # checkpoints every 2 steps, records every 3: the resumed run must carry steps 1-2 into its step-3 record
     def records(out: Path) -> list[dict]:

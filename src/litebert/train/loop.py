@@ -101,6 +101,7 @@ def pretrain(
             f"TrainConfig.batch_size ({train_config.batch_size}) must be divisible by the world size "
             f"({env.world_size}): it is the global micro-batch"
         )
+    run = None
     try:
         run = open_run(
             model_config, train_config, out_dir, env,
@@ -110,6 +111,8 @@ def pretrain(
             batches, eval_batches = _data_batches(data_dir, train_config, env)
         return _train(run, model_config, train_config, env, batches, eval_batches)
     finally:
+        if run is not None:
+            run.unlock()
         dist.teardown(env)
 
 

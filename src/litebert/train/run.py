@@ -37,6 +37,9 @@ from litebert.train.config import TrainConfig
 from litebert.vocab import resize_model_vocab
 
 RUN_CONFIG = "run_config.json"
+LOCK_FILE = ".lock"
+_LOCKS: dict[Path, Any] = {}  # run dir -> open lock file, in the process that holds it (not in RunFiles: it is
+# broadcast to the other ranks, and an open file does not pickle)
 SPIECE = "spiece.model"
 
 
@@ -47,6 +50,27 @@ class RunFiles:
     resume_from: Path | None = None
     init_from: Path | None = None
     keep_last: int = 3
+
+    def lock_dir(self) -> None:
+        """Hold RUN_DIR/.lock (flock) while training: a second job on the same run directory, e.g. workers
+        that outlived a killed torchrun, is refused instead of writing beside this one."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock
+            return
+        lock = open(self.run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held until unlock()
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            raise ValueError(f"{self.run_dir} is in use by another litebert process (it holds {LOCK_FILE}); "
+                             "wait for it or stop it first") from None  # fmt: skip
+        _LOCKS[self.run_dir.resolve()] = lock
+
+    def unlock(self) -> None:
+        lock = _LOCKS.pop(self.run_dir.resolve(), None)
+        if lock is not None:
+            lock.close()  # closing releases the flock
 
     def initial_model(self, mcfg: ModelConfig, *, seed: int) -> nn.Module:
         """A fresh model seeded identically on every rank, or the weights of `init_from` / the checkpoint."""
@@ -174,8 +198,21 @@ def _open_run_main(
     if init is not None and not init.is_dir():
         raise FileNotFoundError(f"{init}: --init-from directory not found")
     run = RunFiles(run_dir=run_dir, init_from=init, keep_last=cfg.keep_last)
+    try:
+        _fill_run(run, mcfg, cfg, data_dir, resume, tokenizer_dir)
+    except BaseException:
+        run.unlock()  # a refused run keeps no lock
+        raise
+    return run
+
+
+def _fill_run(
+    run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any, resume: bool, tokenizer_dir: Any
+) -> None:
+    run_dir, init = run.run_dir, run.init_from
     if resume:
         run.resume_from = _resume_checkpoint(run_dir, mcfg)
+        run.lock_dir()
         stored = run_dir / "tokenizer"
         run.tokenizer_dir = stored if stored.is_dir() else None
     else:
@@ -196,8 +233,9 @@ def _open_run_main(
     if data_dir is not None:
         _check_data(Path(data_dir), mcfg, run.tokenizer_dir)
     if not resume:
+        run.run_dir.mkdir(parents=True, exist_ok=True)
+        run.lock_dir()
         _create_run_dir(run, mcfg, cfg, data_dir)
-    return run
 
 
 def run_started(run_dir: Path) -> bool:
