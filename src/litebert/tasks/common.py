@@ -132,11 +132,11 @@ def pack_pair(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """[CLS] a [SEP] (b [SEP]) with token types 0/1; returns (input_ids, token_type_ids, tokens removed)."""
     a, b = list(a), (list(b) if b is not None else None)
-    specials = 3 if b is not None else 2
-    if max_len < specials + (2 if b is not None else 1):
+    specials, least = (3, 5) if b is not None else (2, 3)  # [CLS] a [SEP] (b [SEP]), one token of each text
+    if max_len < least:
         raise ValueError(
             f"max_seq_length={max_len} leaves no room for the text: a {'pair' if b is not None else 'single text'} "
-            f"needs at least {specials + (2 if b is not None else 1)} tokens with [CLS] and [SEP]"
+            f"needs at least {least} tokens with [CLS] and [SEP]"
         )
     removed = truncate_pair(a, b, max_len - specials)
     ids = [tok.cls_id, *a, tok.sep_id]
