@@ -182,6 +182,10 @@ def test_sequence_longer_than_max_position_is_named():
     model = litebert.AlbertForPretraining(litebert.ModelConfig(**{**CFG, "max_position": 8}))
     with pytest.raises(ValueError, match="sequence length 10 exceeds the model's max_position 8"):
         model(_ids(t=10))
+    with pytest.raises(ValueError, match=r"input_ids hold 97, outside the vocabulary \[0, 97\)"):
+        model(torch.tensor([[5, 97]]))
+    with pytest.raises(ValueError, match=r"input_ids must be \(batch, length\), got shape \(4,\)"):
+        model(torch.tensor([5, 6, 7, 8]))
 
 
 def test_config_from_dict_rejects_unknown_and_wrong_types():

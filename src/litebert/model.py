@@ -49,6 +49,20 @@ class Dropout(nn.Module):
         return dropout(x, self.p, self.training)
 
 
+def check_ids(input_ids: torch.Tensor, vocab_size: int, max_position: int) -> None:
+    """A clear error for input the embedding lookups would reject with a bare IndexError. The id range is
+    checked on CPU only: on a GPU (and inside torch.compile) reading it back would stall the step."""
+    if input_ids.dim() != 2:
+        raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+    if input_ids.shape[1] > max_position:
+        raise ValueError(f"sequence length {input_ids.shape[1]} exceeds the model's max_position {max_position}")
+    if input_ids.device.type != "cpu" or torch.compiler.is_compiling() or not input_ids.numel():
+        return
+    low, high = int(input_ids.min()), int(input_ids.max())
+    if low < 0 or high >= vocab_size:
+        raise ValueError(f"input_ids hold {low if low < 0 else high}, outside the vocabulary [0, {vocab_size})")
+
+
 class Embeddings(nn.Module):
     """Word (V x E) + position (P x E) + token type (2 x E) -> LayerNorm -> dropout -> Linear E -> H.
 
@@ -67,9 +81,8 @@ class Embeddings(nn.Module):
         self.projection = nn.Linear(E, config.hidden_size) if config.has_projection else None
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        check_ids(input_ids, self.word_embeddings.num_embeddings, self.position_embeddings.num_embeddings)
         T = input_ids.shape[1]
-        if input_ids.shape[1] > (limit := self.position_embeddings.num_embeddings):
-            raise ValueError(f"sequence length {T} exceeds the model's max_position {limit}")
         positions = torch.arange(T, device=input_ids.device)
         x = self.word_embeddings(input_ids) + self.position_embeddings(positions)
         x = x + self.token_type_embeddings(token_type_ids)  # (B, T, E)
