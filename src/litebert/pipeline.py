@@ -101,7 +101,10 @@ def run_job(
         job = dataclasses.replace(job, train=dataclasses.replace(job.train, **train_overrides))
     env = dist.setup(job.train.device)  # under torchrun: one process group for preparation and training
     try:
-        summary = _resume(job, out, train_overrides or {}) if resume else _fresh(job, out, env)
+        with warnings.catch_warnings():
+            if not env.is_main:  # every rank reads the same run and data: rank 0 alone reports what it finds
+                warnings.simplefilter("ignore")
+            summary = _resume(job, out, train_overrides or {}) if resume else _fresh(job, out, env)
         if env.is_main:
             _plots(out)
         return summary
