@@ -340,3 +340,20 @@ def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(model_
             _cfg(model_dir, tmp_path, task=task, train="x", dev="x", pooling="mean")
     with pytest.raises(ValueError, match="not to 'span'"):
         build_head("span", base.config, 2, pooling="mean")
+
+
+def test_library_use_paths_and_caller_state(model_dir, tmp_path):
+    from litebert.embed import embed_texts, load_encoder
+
+    data = FIXTURES / "sst2.tsv"  # a Path, as library users pass them
+    result = finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1))
+    assert json.loads(result.results_path.read_text())["config"]["train"] == str(data)
+    backbone, tok = load_encoder(model_dir)
+    backbone.train()
+    full = litebert.load(model_dir)
+    vecs = embed_texts(full, tok, ["Call me Ishmael."]).vectors  # the model holding the backbone works too
+    assert vecs.shape == (1, 64) and full.training is False
+    embed_texts(backbone, tok, ["Call me Ishmael."])
+    assert backbone.training  # the caller's mode is left as it was
+    with pytest.raises(TypeError, match="a list of strings"):
+        embed_texts(backbone, tok, "Call me Ishmael.")

@@ -182,8 +182,15 @@ def test_sequence_longer_than_max_position_is_named():
     model = litebert.AlbertForPretraining(litebert.ModelConfig(**{**CFG, "max_position": 8}))
     with pytest.raises(ValueError, match="sequence length 10 exceeds the model's max_position 8"):
         model(_ids(t=10))
-    with pytest.raises(ValueError, match=r"input_ids hold 97, outside the vocabulary \[0, 97\)"):
+    with pytest.raises(ValueError, match=r"input_ids hold 97, outside \[0, 97\)"):
         model(torch.tensor([[5, 97]]))
+    with pytest.raises(ValueError, match=r"token_type_ids hold 2, outside \[0, 2\)"):
+        model(torch.tensor([[5, 6]]), token_type_ids=torch.tensor([[0, 2]]))
+    with pytest.raises(ValueError, match=r"masked_labels \(1, 2\) do not match the MLM logits \(1, 3\)"):
+        model(torch.tensor([[5, 6, 7]]), masked_labels=torch.tensor([[5, 6]]))
+    # the backbone alone gets the official initialisation too (std 0.02, cut at 2 std)
+    w = litebert.Albert(litebert.ModelConfig(**CFG)).embeddings.word_embeddings.weight
+    assert w.abs().max() <= 0.04 and 0.015 < w.std() < 0.02
     with pytest.raises(ValueError, match=r"input_ids must be \(batch, length\), got shape \(4,\)"):
         model(torch.tensor([5, 6, 7, 8]))
 

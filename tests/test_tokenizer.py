@@ -296,3 +296,14 @@ def test_foreign_model_with_sentencepiece_normaliser(tmp_path, corpus_lines, sha
     # Scores of a foreign model are not on litebert's 1/256 grid: float32 vs float64 sums may break an exact
     # tie between two orders of the same pieces differently (runs of dashes in the bills).
     assert len(diff) <= 3 and all(sorted(a) == sorted(b) for a, b in diff), diff
+
+
+def test_library_calls_that_are_easy_to_get_wrong(tok):
+    pair = tok.encode_pair("The whale.", "It swam.")
+    shown = tok.decode(pair.input_ids, skip_special_tokens=False)
+    assert shown.startswith("[CLS] ") and shown.count("[SEP]") == 2 and "whale" in shown
+    assert "[CLS]" not in tok.decode(pair.input_ids)
+    with pytest.raises(TypeError, match="encode_batch\\(\\) takes many"):
+        tok.encode(["a", "b"])
+    with pytest.raises(ValueError, match="max_len=2 cannot hold"):
+        tok.encode_pair("a", "b", max_len=2)

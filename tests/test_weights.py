@@ -105,3 +105,14 @@ def test_cli_reports_errors_without_traceback(saved, capsys):
     (path / "model.safetensors").unlink()
     assert main(["convert", "to-hf", str(path), str(path.parent / "out")]) == 2
     assert "weights file not found" in capsys.readouterr().err
+
+
+def test_load_gives_eval_mode_and_save_refuses_what_load_cannot_read(tmp_path):
+    model = litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=50))
+    litebert.save(torch.compile(model), tmp_path / "compiled")  # the wrapped module is what is saved
+    loaded = litebert.load(tmp_path / "compiled")
+    assert not loaded.training  # as transformers' from_pretrained
+    saved = loaded.state_dict()
+    assert all(torch.equal(v, saved[k]) for k, v in model.state_dict().items())
+    with pytest.raises(TypeError, match="save\\(\\) writes an AlbertForPretraining"):
+        litebert.save(model.albert, tmp_path / "backbone")

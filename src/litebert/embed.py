@@ -44,11 +44,23 @@ def _windows(ids: list[int], width: int) -> list[list[int]]:
 def embed_texts(
     backbone: Albert, tok: Any, texts: list[str], *, batch_size: int = 32, max_seq_length: int | None = None
 ) -> Embeddings:
-    """Mean-pooled embedding of each text (windows for long texts, see the module docstring)."""
+    """Mean-pooled embedding of each text (windows for long texts, see the module docstring). `backbone` is an
+    Albert (or a model holding one as `.albert`); its train/eval mode is left as it was."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of strings (one embedding each), not a single string")
+    backbone = getattr(backbone, "albert", backbone)
     max_len = min(max_seq_length or backbone.config.max_position, backbone.config.max_position)
     if max_len < 3:
         raise ValueError(f"max_seq_length must be at least 3 ([CLS] + one token + [SEP]), got {max_len}")
+    was_training = backbone.training
     backbone.eval()
+    try:
+        return _embed(backbone, tok, texts, batch_size, max_len)
+    finally:
+        backbone.train(was_training)
+
+
+def _embed(backbone: Albert, tok: Any, texts: list[str], batch_size: int, max_len: int) -> Embeddings:
     device = next(backbone.parameters()).device
     owner, feats, windowed = [], [], 0
     for t, ids in enumerate(tok.encode(x) for x in texts):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -75,6 +76,9 @@ class FinetuneConfig:
     device: str | None = None  # default: cuda when available
 
     def __post_init__(self) -> None:
+        for name in ("train", "dev", "init", "out", "tokenizer"):  # paths may come as Path objects
+            if isinstance(getattr(self, name), os.PathLike):
+                setattr(self, name, os.fspath(getattr(self, name)))
         if self.task not in TASKS:
             raise ValueError(f"FinetuneConfig.task must be one of {sorted(TASKS)}, got {self.task!r}")
         for name in ("max_steps", "eval_every", "batch_size", "eval_batch_size", "max_seq_length", "doc_stride",

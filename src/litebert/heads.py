@@ -70,7 +70,7 @@ class AlbertForPretraining(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.albert = Albert(config)
+        self.albert = Albert(config, init=False)  # initialised below, with the heads
         self.mlm_head = MLMHead(config)
         self.sop_dropout = nn.Dropout(config.classifier_dropout)
         self.sop_head = nn.Linear(config.hidden_size, 2)
@@ -95,6 +95,12 @@ class AlbertForPretraining(nn.Module):
         sop_logits = self.sop_head(self.sop_dropout(pooled))  # (B, 2)
         out = PretrainingOutput(hidden, pooled, mlm_logits, sop_logits)
         if masked_labels is not None:
+            if masked_labels.shape != mlm_logits.shape[:2]:
+                raise ValueError(
+                    f"masked_labels {tuple(masked_labels.shape)} do not match the MLM logits "
+                    f"{tuple(mlm_logits.shape[:2])}: labels per masked slot (B, P) go with masked_positions, "
+                    "labels per token (B, T) without"
+                )
             out.mlm_loss = mlm_loss(mlm_logits, masked_labels)
             out.loss = out.mlm_loss
         if sentence_order_label is not None:

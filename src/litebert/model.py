@@ -49,18 +49,20 @@ class Dropout(nn.Module):
         return dropout(x, self.p, self.training)
 
 
-def check_ids(input_ids: torch.Tensor, vocab_size: int, max_position: int) -> None:
-    """A clear error for input the embedding lookups would reject with a bare IndexError. The id range is
-    checked on CPU only: on a GPU (and inside torch.compile) reading it back would stall the step."""
+def check_ids(input_ids: torch.Tensor, token_type_ids: torch.Tensor, config: ModelConfig) -> None:
+    """A clear error for input the embedding lookups would reject with a bare IndexError. Id ranges are
+    checked on CPU only: on a GPU (and inside torch.compile) reading them back would stall the step."""
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
-    if input_ids.shape[1] > max_position:
-        raise ValueError(f"sequence length {input_ids.shape[1]} exceeds the model's max_position {max_position}")
+    if input_ids.shape[1] > config.max_position:
+        raise ValueError(f"sequence length {input_ids.shape[1]} exceeds the model's max_position {config.max_position}")
     if input_ids.device.type != "cpu" or torch.compiler.is_compiling() or not input_ids.numel():
         return
-    low, high = int(input_ids.min()), int(input_ids.max())
-    if low < 0 or high >= vocab_size:
-        raise ValueError(f"input_ids hold {low if low < 0 else high}, outside the vocabulary [0, {vocab_size})")
+    for name, ids, size in (("input_ids", input_ids, config.vocab_size),
+                            ("token_type_ids", token_type_ids, config.type_vocab_size)):  # fmt: skip
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= size:
+            raise ValueError(f"{name} hold {low if low < 0 else high}, outside [0, {size})")
 
 
 class Embeddings(nn.Module):
@@ -72,6 +74,7 @@ class Embeddings(nn.Module):
 
     def __init__(self, config: ModelConfig):
         super().__init__()
+        self.config = config
         E = config.embedding_size
         self.word_embeddings = nn.Embedding(config.vocab_size, E)
         self.position_embeddings = nn.Embedding(config.max_position, E)
@@ -81,7 +84,7 @@ class Embeddings(nn.Module):
         self.projection = nn.Linear(E, config.hidden_size) if config.has_projection else None
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        check_ids(input_ids, self.word_embeddings.num_embeddings, self.position_embeddings.num_embeddings)
+        check_ids(input_ids, token_type_ids, self.config)
         T = input_ids.shape[1]
         positions = torch.arange(T, device=input_ids.device)
         x = self.word_embeddings(input_ids) + self.position_embeddings(positions)
@@ -232,12 +235,14 @@ class Encoder(nn.Module):
 class Albert(nn.Module):
     """The backbone: embeddings -> encoder -> (last hidden state, tanh-pooled [CLS] state)."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, *, init: bool = True):
         super().__init__()
         self.config = config
         self.embeddings = Embeddings(config)
         self.encoder = Encoder(config)
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+        if init:  # the official initialisation (AlbertForPretraining applies it once to backbone and heads)
+            init_weights(self, config.initializer_range)
 
     def forward(
         self,

@@ -56,6 +56,11 @@ class PretrainJob:
     init_from: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("data_dir", "tokenizer", "init_from"):  # paths may come as Path objects
+            if isinstance(getattr(self, name), os.PathLike):
+                setattr(self, name, os.fspath(getattr(self, name)))
+        if self.corpus is not None:
+            self.corpus = [os.fspath(c) for c in self.corpus]
         check_types(self)
 
     @classmethod

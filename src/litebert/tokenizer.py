@@ -137,6 +137,8 @@ class Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Piece ids of one text, no [CLS]/[SEP] (see encode_pair)."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode() takes one string (encode_batch() takes many), got {type(text).__name__}")
         return self.encode_batch([text])[0]
 
     def encode_batch(
@@ -161,6 +163,8 @@ class Tokenizer:
     def encode_pair(self, a: str | list[int], b: str | list[int] | None = None, max_len: int = 512) -> Encoding:
         """[CLS] A [SEP] B [SEP], truncating the longer side one piece at a time from its end as
         run_classifier._truncate_seq_pair does (ties trim B)."""
+        if max_len < (2 if b is None else 3):
+            raise ValueError(f"max_len={max_len} cannot hold [CLS] and the [SEP]s")
         ids_a = self.encode(a) if isinstance(a, str) else list(a)
         ids_b = (self.encode(b) if isinstance(b, str) else list(b)) if b is not None else None
         if ids_b is None:
@@ -173,11 +177,23 @@ class Tokenizer:
         return Encoding(ids, [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1))
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        """The normalised text of `ids` (<unk> shows as " ⁇ "); [CLS]/[SEP]/[MASK]/<pad> left out by default."""
+        """The normalised text of `ids` (<unk> shows as " ⁇ "); [CLS]/[SEP]/[MASK]/<pad> are left out by default,
+        else written as themselves between the decoded stretches of text."""
         ids = [int(i) for i in ids]
         if skip_special_tokens:
-            ids = [i for i in ids if i not in self.special_ids or i == self.unk_id]
-        return self.sp.decode(ids)
+            return self.sp.decode([i for i in ids if i not in self.special_ids or i == self.unk_id])
+        parts: list[str] = []
+        run: list[int] = []
+        for i in [*ids, None]:
+            if i is not None and (i not in self.special_ids or i == self.unk_id):
+                run.append(i)
+                continue
+            if run:
+                parts.append(self.sp.decode(run))
+                run = []
+            if i is not None:
+                parts.append(self.sp.id_to_piece(i))
+        return " ".join(p for p in parts if p)
 
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids and, per piece, (start, end) character offsets into the ORIGINAL text (the piece's leading

@@ -91,6 +91,14 @@ def check_state_dict(model: nn.Module, tensors: dict[str, torch.Tensor], source:
 
 def save(model: nn.Module, directory: str | Path, tokenizer_dir: str | Path | None = None) -> Path:
     """Write config.json and model.safetensors (and copy the tokenizer files, if given) into `directory`."""
+    from litebert.heads import AlbertForPretraining
+
+    model = getattr(model, "_orig_mod", model)  # torch.compile's wrapper: save the module it wraps
+    if not isinstance(model, AlbertForPretraining):
+        raise TypeError(
+            f"save() writes an AlbertForPretraining (what load() reads back), got {type(model).__name__}; "
+            "a backbone is saved with the model that holds it"
+        )
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     config: ModelConfig = model.config
@@ -131,7 +139,8 @@ def load_config(directory: str | Path) -> ModelConfig:
 
 
 def load(directory: str | Path) -> nn.Module:
-    """Load an AlbertForPretraining from a litebert directory or a transformers ALBERT directory."""
+    """Load an AlbertForPretraining from a litebert directory or a transformers ALBERT directory, in eval
+    mode (as transformers' from_pretrained; call .train() to train it)."""
     from litebert.heads import AlbertForPretraining
 
     directory = Path(directory)
@@ -139,10 +148,10 @@ def load(directory: str | Path) -> nn.Module:
     if data.get("model_type") == "albert":
         from litebert import hf
 
-        return hf.load_hf(directory)
+        return hf.load_hf(directory).eval()
     data.pop("litebert", None)
     model = AlbertForPretraining(ModelConfig.from_dict(data, source=str(directory / CONFIG_FILE)))
     tensors = read_safetensors(directory / WEIGHTS_FILE)
     check_state_dict(model, tensors, directory / WEIGHTS_FILE)
     model.load_state_dict(tensors)
-    return model
+    return model.eval()

@@ -92,9 +92,21 @@ def pretrain(
     rank's share). `eval_batches()` returns a fresh finite held-out pass. `resume` continues the newest
     complete checkpoint in `out_dir`; `init_from` starts from a litebert or transformers ALBERT directory.
     """
+    previous = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     if train_config.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS
         torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        return _pretrain_in(model_config, train_config, data_dir, out_dir, batches, eval_batches, resume, init_from,
+                            tokenizer_dir)  # fmt: skip
+    finally:
+        torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])  # the caller's setting again
+
+
+def _pretrain_in(
+    model_config: ModelConfig, train_config: TrainConfig, data_dir: Any, out_dir: Any, batches: Any,
+    eval_batches: Any, resume: bool, init_from: Any, tokenizer_dir: Any,
+) -> TrainSummary:  # fmt: skip
     env = dist.setup(train_config.device)
     if train_config.batch_size % env.world_size:
         raise ValueError(

@@ -241,7 +241,12 @@ def _fill_run(
 def run_started(run_dir: Path) -> bool:
     """Whether `run_dir` holds a run that trained: a checkpoint, metrics or a final model. A start that
     failed before its first step leaves only its config and tokenizer copy, and may simply be run again."""
-    return bool(list_checkpoints(run_dir)) or any((run_dir / n).exists() for n in ("metrics.jsonl", "model"))
+    metrics = run_dir / "metrics.jsonl"
+    return (
+        bool(list_checkpoints(run_dir))
+        or (run_dir / "model").exists()
+        or bool(metrics.is_file() and metrics.stat().st_size)
+    )
 
 
 def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig) -> Path:
