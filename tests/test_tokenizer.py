@@ -307,3 +307,15 @@ def test_library_calls_that_are_easy_to_get_wrong(tok):
         tok.encode(["a", "b"])
     with pytest.raises(ValueError, match="max_len=2 cannot hold"):
         tok.encode_pair("a", "b", max_len=2)
+
+
+def test_offsets_stay_exact_after_jamo_compose_across_characters(tok):
+    # Compatibility jamo (as in chat text, or the legal list dot ㆍ) decompose and then compose with their
+    # neighbour ("ㄱ" + "ㅏ" -> "가"): the offsets of every other piece must still point at its own text.
+    text = "ㅎㅏ ㄱㅏ 메모. 제2조 국가는 재외국민을 보호한다. The whale."
+    ids, offsets = tok.encode_with_offsets(text)
+    for i, (a, b) in zip(ids, offsets, strict=True):
+        piece = tok.id_to_piece(i).lstrip("▁")
+        if piece and i != tok.unk_id:
+            assert tok.normalize(text[a:b]) == piece, (piece, text[a:b])
+    assert any(text[a:b] == "whale" for a, b in offsets)

@@ -8,6 +8,7 @@ output character, the span of the input it came from (offsets for span QA).
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -113,9 +114,20 @@ def normalize_aligned(text: str, normalizer: Normalizer) -> tuple[str, list[tupl
     while chars and chars[-1] == " ":
         chars.pop()
         spans.pop()
-    norm = "".join(chars)
-    if norm != normalizer(text):  # a composition across clusters: fall back to proportional offsets
-        norm = normalizer(text)
-        scale = len(text) / max(1, len(norm))
-        spans = [(int(k * scale), max(int(k * scale) + 1, int((k + 1) * scale))) for k in range(len(norm))]
-    return norm, spans
+    norm, full = "".join(chars), normalizer(text)
+    if norm != full:  # a composition across clusters (e.g. jamo ㄱ + ㅏ -> 가): re-align where they differ only
+        spans = _realign(norm, full, spans)
+    return full, spans
+
+
+def _realign(norm: str, full: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans for `full` from those of the cluster-wise `norm`: equal stretches keep theirs; a stretch that
+    differs gets the whole source range of the `norm` stretch it replaces."""
+    out: list[tuple[int, int]] = []
+    for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(None, norm, full, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out += spans[a0:a1]
+        elif b1 > b0:
+            source = spans[a0:a1] or [spans[min(a0, len(spans) - 1)]] if spans else [(0, 0)]
+            out += [(source[0][0], source[-1][1])] * (b1 - b0)
+    return out
