@@ -26,7 +26,9 @@ log = logging.getLogger("litebert.text")
 _HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _TERMINAL = re.compile("[.!?。！？…‼⁇⁈⁉][\"'”’)\\]」』]*$")
-_LABEL = re.compile(r"\(?\d{1,3}[.)]")
+# A bare list label: "1.", "(2)", "5.·6." (items joined by a middle dot or a range), or a Korean letter label
+# "가." ... "하." (the order used in Korean statutes and bills).
+_LABEL = re.compile(r"\(?\d{1,3}[.)](?:[·⋅ㆍ・∼~-]\(?\d{1,3}[.)])*|[가나다라마바사아자차카타파하]\.")
 _CLOSERS = "\"'”’»)]}」』"
 _MAX_MESSAGES = 200
 # A boundary sentencex leaves inside quoted speech: [.!?], closing quotes, space, then a capital (English).
