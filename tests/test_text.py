@@ -202,3 +202,14 @@ def test_output_inside_the_input_is_not_read_back(tmp_path):
     assert sorted(p.name for p in corpus.iterdir()) == ["a.txt", "zzz.txt"]  # no partial .tmp left
     with pytest.raises(IsADirectoryError, match="is a directory"):
         prepare([corpus / "a.txt"], corpus)
+
+
+def test_join_lines_per_file_joins_across_blank_lines(tmp_path):
+    # Korean bills wrap every line and put a blank line after each: with one document per file, blank lines
+    # are wraps too.
+    (tmp_path / "bill.txt").write_text("저학년도 보살핌이 필요\n\n한 나이이다.\n\n따라서 개정하려는 것임.\n")
+    config = ReadConfig(documents="file", join_lines=True)
+    expected = [["저학년도 보살핌이 필요 한 나이이다.", "따라서 개정하려는 것임."]]
+    assert list(read_documents([tmp_path], config=config)) == expected
+    blocks = ReadConfig(join_lines=True)  # blank-line documents keep blank lines as boundaries
+    assert len(list(read_documents([tmp_path], config=blocks))) == 3

@@ -46,7 +46,8 @@ class ReadConfig:
 
     documents: str = "blank_line"  # "blank_line": blank lines separate documents; "file": one per file
     split: bool = True  # False: the input already has one sentence per line (the official format)
-    join_lines: bool = False  # True: lines of a block are hard-wrapped text, join them before splitting
+    join_lines: bool = False  # True: lines are hard-wrapped text, joined before splitting: the lines of a block,
+    # or with documents="file" every line of the file (blank lines there are wraps too)
     text_field: str = "text"  # the field holding the text in .jsonl records
     language: str | None = None  # sentencex language; None: "ko" for paragraphs with Hangul, else "en"
     chunk_bytes: int = 1 << 20  # longest read at once; longer lines are read and split in pieces
@@ -299,6 +300,8 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
     continuing = False  # the previous piece was an unfinished long line
     for _, text, complete in _lines(path, report, cfg.chunk_bytes):
         if complete and not continuing and not text.strip():
+            if cfg.join_lines and cfg.documents == "file":
+                continue  # blank lines carry no document boundary here: a wrap, joined like any other
             flush(True)
             if cfg.documents == "blank_line" and doc:
                 yield doc

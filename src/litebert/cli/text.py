@@ -43,7 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _read_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--doc-per-file", action="store_true", help="one document per file (default: blank lines)")
     p.add_argument("--no-split", action="store_true", help="input already has one sentence per line")
-    p.add_argument("--join-lines", action="store_true", help="lines are hard-wrapped: join before splitting")
+    p.add_argument(
+        "--join-lines",
+        action="store_true",
+        help="lines are hard-wrapped: join them before splitting (with --doc-per-file, across blank lines too)",
+    )
     p.add_argument("--text-field", default="text", help="field holding the text in .jsonl records")
     p.add_argument("--language", default=None, help="splitter language (default: ko for Hangul, else en)")
 
