@@ -346,7 +346,9 @@ def test_library_use_paths_and_caller_state(model_dir, tmp_path):
     from litebert.embed import embed_texts, load_encoder
 
     data = FIXTURES / "sst2.tsv"  # a Path, as library users pass them
-    result = finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1))
+    cfg = _cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1, max_seq_length=None)
+    result = finetune(cfg)
+    assert cfg.max_seq_length is None  # the caller's config is not changed
     assert json.loads(result.results_path.read_text())["config"]["train"] == str(data)
     backbone, tok = load_encoder(model_dir)
     backbone.train()

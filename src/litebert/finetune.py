@@ -228,6 +228,7 @@ def _device(cfg: Any) -> torch.device:
 
 def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json."""
+    cfg = dataclasses.replace(cfg)  # defaults filled in below (max_seq_length) stay out of the caller's config
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     base, tok = load_pretrained(cfg)
