@@ -4,7 +4,6 @@ and bad input fails with a message that names the problem."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -350,9 +349,6 @@ def test_library_use_paths_and_caller_state(model_dir, tmp_path):
     cfg = _cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1, max_seq_length=None)
     result = finetune(cfg)
     assert cfg.max_seq_length is None  # the caller's config is not changed
-    with pytest.raises(ValueError, match="holds the results of an earlier fine-tuning run.*--overwrite"):
-        finetune(cfg)  # a finished run is not replaced by accident
-    finetune(dataclasses.replace(cfg, overwrite=True))
     assert json.loads(result.results_path.read_text())["config"]["train"] == str(data)
     backbone, tok = load_encoder(model_dir)
     backbone.train()

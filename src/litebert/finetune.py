@@ -53,7 +53,6 @@ class FinetuneConfig:
     out: str
     tokenizer: str | None = None  # default: the tokenizer files in `init`
     random_init: bool = False  # keep init's architecture and tokenizer, re-initialise the weights
-    overwrite: bool = False  # replace the results of an earlier run in `out` (refused otherwise)
     max_steps: int = 1000
     eval_every: int = 100
     seed: int = 0
@@ -230,9 +229,6 @@ def _device(cfg: Any) -> torch.device:
 def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json."""
     cfg = dataclasses.replace(cfg)  # defaults filled in below (max_seq_length) stay out of the caller's config
-    if (Path(cfg.out) / RESULTS_FILE).exists() and not cfg.overwrite:
-        raise ValueError(f"{cfg.out} holds the results of an earlier fine-tuning run; choose another --out or pass "
-                         "--overwrite (FinetuneConfig.overwrite) to replace them")  # fmt: skip
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     base, tok = load_pretrained(cfg)

@@ -18,7 +18,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output dir: results.json and best/")
     p.add_argument("--tokenizer", help="tokenizer dir (default: the one in --init)")
     p.add_argument("--random-init", action="store_true", help="init's architecture with fresh random weights")
-    p.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
     for flag, typ, default in (
         ("--max-steps", int, 1000), ("--eval-every", int, 100), ("--seed", int, 0), ("--lr", float, 2e-5),
         ("--batch-size", int, 32), ("--max-seq-length", int, None), ("--doc-stride", int, 128),
