@@ -349,6 +349,8 @@ def test_library_use_paths_and_caller_state(model_dir, tmp_path):
     cfg = _cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1, max_seq_length=None)
     result = finetune(cfg)
     assert cfg.max_seq_length is None  # the caller's config is not changed
+    with pytest.warns(UserWarning, match="replacing the results and best checkpoint of an earlier run"):
+        finetune(cfg)
     assert json.loads(result.results_path.read_text())["config"]["train"] == str(data)
     backbone, tok = load_encoder(model_dir)
     backbone.train()

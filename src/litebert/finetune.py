@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,6 +230,8 @@ def _device(cfg: Any) -> torch.device:
 def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json."""
     cfg = dataclasses.replace(cfg)  # defaults filled in below (max_seq_length) stay out of the caller's config
+    if (Path(cfg.out) / RESULTS_FILE).exists():  # scripts rerun into one directory: replace, but say so
+        warnings.warn(f"{cfg.out}: replacing the results and best checkpoint of an earlier run", stacklevel=2)
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     base, tok = load_pretrained(cfg)
