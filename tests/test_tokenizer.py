@@ -319,3 +319,6 @@ def test_offsets_stay_exact_after_jamo_compose_across_characters(tok):
         if piece and i != tok.unk_id:
             assert tok.normalize(text[a:b]) == piece, (piece, text[a:b])
     assert any(text[a:b] == "whale" for a, b in offsets)
+    from litebert.normalize import normalize_aligned
+
+    assert normalize_aligned("ㄱㅏㄱ", tok.normalizer)[1] == [(0, 2), (2, 3)]  # each letter its own source

@@ -8,7 +8,6 @@ output character, the span of the input it came from (offsets for span QA).
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -102,7 +101,7 @@ def normalize_aligned(text: str, normalizer: Normalizer) -> tuple[str, list[tupl
             piece, j = '"', i + 2
         else:
             j = i + 1
-            while j < len(text) and _attaches(text[j]):
+            while j < len(text) and (_attaches(text[j]) or _composes(text[j - 1], text[j])):
                 j += 1
             piece = normalizer.transform(text[i:j])
         for c in piece:
@@ -120,14 +119,21 @@ def normalize_aligned(text: str, normalizer: Normalizer) -> tuple[str, list[tupl
     return full, spans
 
 
+def _composes(before: str, c: str) -> bool:
+    """A compatibility-jamo vowel after a consonant: normalised (NFKD, then NFC) they compose (ㄱ + ㅏ -> 가)."""
+    vowel = 0x314F <= ord(c) <= 0x3163 or 0x3187 <= ord(c) <= 0x318E
+    return vowel and (0x3131 <= ord(before) <= 0x314E or 0x1100 <= ord(before) <= 0x1112)
+
+
 def _realign(norm: str, full: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Spans for `full` from those of the cluster-wise `norm`: equal stretches keep theirs; a stretch that
-    differs gets the whole source range of the `norm` stretch it replaces."""
-    out: list[tuple[int, int]] = []
-    for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(None, norm, full, autojunk=False).get_opcodes():
-        if tag == "equal":
-            out += spans[a0:a1]
-        elif b1 > b0:
-            source = spans[a0:a1] or [spans[min(a0, len(spans) - 1)]] if spans else [(0, 0)]
-            out += [(source[0][0], source[-1][1])] * (b1 - b0)
-    return out
+    """Spans for `full` from those of the cluster-wise `norm` (linear): the common start and end keep theirs,
+    the stretch between them gets its whole source range."""
+    head = 0
+    while head < min(len(norm), len(full)) and norm[head] == full[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(norm), len(full)) - head and norm[-1 - tail] == full[-1 - tail]:
+        tail += 1
+    middle = spans[head : len(spans) - tail] or spans[max(0, head - 1) : head + 1] or [(0, 0)]
+    source = (middle[0][0], middle[-1][1])
+    return spans[:head] + [source] * (len(full) - head - tail) + spans[len(spans) - tail :]

@@ -273,9 +273,11 @@ def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, st
 def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
     doc: list[str] = []
     pending = ""  # the paragraph being read: a line (or, with join_lines, a block) not yet split
+    limit = cfg.chunk_bytes  # pending is split early once longer than this: one chunk past the last try
 
     def flush(final: bool) -> None:
-        nonlocal pending
+        nonlocal pending, limit
+        limit = cfg.chunk_bytes
         if final:
             if cfg.split:
                 doc.extend(split_sentences(pending, cfg.language))
@@ -292,10 +294,12 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
         elif len(pending) > 8 * cfg.chunk_bytes:
             cut = pending.rfind(" ") if pending.rfind(" ") > 0 else len(pending)
             sents, keep = [" ".join(pending[:cut].split())], pending[cut:]
-        else:
+        else:  # one unfinished sentence: try again only after another chunk (linear, not once per line)
+            limit = len(pending) + cfg.chunk_bytes
             return
         doc.extend(sents if cfg.split else [" ".join(sents)])
         pending = keep
+        limit = len(pending) + cfg.chunk_bytes
 
     continuing = False  # the previous piece was an unfinished long line
     for _, text, complete in _lines(path, report, cfg.chunk_bytes):
@@ -311,7 +315,7 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
         continuing = not complete
         if complete and not cfg.join_lines:
             flush(True)
-        elif len(pending) > cfg.chunk_bytes:
+        elif len(pending) > limit:
             flush(False)
     flush(True)
     if doc:
