@@ -53,6 +53,7 @@ def test_fixture_sentences_are_real_text(shared_data):
         ("5.·6. (생 략)", ["5.·6. (생 략)"]),
         ("1.ㆍ2. (현행과 같음)", ["1.ㆍ2. (현행과 같음)"]),
         ("가. 국가는 노력한다. 나. 국민은 협력한다.", ["가. 국가는 노력한다.", "나. 국민은 협력한다."]),
+        ("어서 가. 늦었어.", ["어서 가.", "늦었어."]),
         ("今日は晴れです。明日は雨！", ["今日は晴れです。", "明日は雨！"]),
         ("  \n ", []),
     ],
@@ -204,12 +205,15 @@ def test_output_inside_the_input_is_not_read_back(tmp_path):
         prepare([corpus / "a.txt"], corpus)
 
 
-def test_join_lines_per_file_joins_across_blank_lines(tmp_path):
+def test_blank_lines_wrap_joins_across_blank_lines(tmp_path):
     # Korean bills wrap every line and put a blank line after each: with one document per file, blank lines
     # are wraps too.
     (tmp_path / "bill.txt").write_text("저학년도 보살핌이 필요\n\n한 나이이다.\n\n따라서 개정하려는 것임.\n")
-    config = ReadConfig(documents="file", join_lines=True)
+    config = ReadConfig(documents="file", blank_lines_wrap=True)
     expected = [["저학년도 보살핌이 필요 한 나이이다.", "따라서 개정하려는 것임."]]
     assert list(read_documents([tmp_path], config=config)) == expected
-    blocks = ReadConfig(join_lines=True)  # blank-line documents keep blank lines as boundaries
-    assert len(list(read_documents([tmp_path], config=blocks))) == 3
+    paragraphs = ReadConfig(documents="file", join_lines=True)  # without it, blank lines still end paragraphs
+    assert list(read_documents([tmp_path], config=paragraphs)) == [["저학년도 보살핌이 필요", "한 나이이다.",
+                                                                   "따라서 개정하려는 것임."]]  # fmt: skip
+    with pytest.raises(ValueError, match="blank_lines_wrap needs documents='file'"):
+        ReadConfig(blank_lines_wrap=True)

@@ -26,9 +26,10 @@ log = logging.getLogger("litebert.text")
 _HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _TERMINAL = re.compile("[.!?。！？…‼⁇⁈⁉][\"'”’)\\]」』]*$")
-# A bare list label: "1.", "(2)", "5.·6." (items joined by a middle dot or a range), or a Korean letter label
-# "가." ... "하." (the order used in Korean statutes and bills).
-_LABEL = re.compile(r"\(?\d{1,3}[.)](?:[·⋅ㆍ・∼~-]\(?\d{1,3}[.)])*|[가나다라마바사아자차카타파하]\.")
+# A bare list label: "1.", "(2)", "5.·6." (items joined by a middle dot or a range); and a Korean letter label
+# "가." ... "하." (the order of Korean statutes and bills), only as a whole segment: "어서 가." is a sentence.
+_LABEL = re.compile(r"\(?\d{1,3}[.)](?:[·⋅ㆍ・∼~-]\(?\d{1,3}[.)])*")
+_KO_LABEL = re.compile(r"[가나다라마바사아자차카타파하]\.")
 _CLOSERS = "\"'”’»)]}」』"
 _MAX_MESSAGES = 200
 # A boundary sentencex leaves inside quoted speech: [.!?], closing quotes, space, then a capital (English).
@@ -46,8 +47,9 @@ class ReadConfig:
 
     documents: str = "blank_line"  # "blank_line": blank lines separate documents; "file": one per file
     split: bool = True  # False: the input already has one sentence per line (the official format)
-    join_lines: bool = False  # True: lines are hard-wrapped text, joined before splitting: the lines of a block,
-    # or with documents="file" every line of the file (blank lines there are wraps too)
+    join_lines: bool = False  # True: the lines of a block are hard-wrapped text, joined before splitting
+    blank_lines_wrap: bool = False  # True (with documents="file"): blank lines are wraps too, joined like lines
+    # (files that leave a blank line after every wrapped line, as the Korean bills in ../shared/data)
     text_field: str = "text"  # the field holding the text in .jsonl records
     language: str | None = None  # sentencex language; None: "ko" for paragraphs with Hangul, else "en"
     chunk_bytes: int = 1 << 20  # longest read at once; longer lines are read and split in pieces
@@ -59,6 +61,8 @@ class ReadConfig:
             raise ValueError(f"ReadConfig.chunk_bytes must be >= 1024, got {self.chunk_bytes}")
         if not self.text_field:
             raise ValueError("ReadConfig.text_field must be a non-empty field name")
+        if self.blank_lines_wrap and self.documents != "file":
+            raise ValueError("ReadConfig.blank_lines_wrap needs documents='file' (blank lines would end documents)")
 
 
 @dataclass(kw_only=True)
@@ -133,7 +137,12 @@ def _continues(prev: str, seg: str) -> bool:
     """True when `seg` does not start a new sentence after `prev` (repairs measured on the shared corpora)."""
     first = seg.lstrip()[:1]
     tail = prev.rstrip()
-    if first.islower() or not _TERMINAL.search(tail) or _LABEL.fullmatch(tail.rsplit(None, 1)[-1]):
+    if (
+        first.islower()
+        or not _TERMINAL.search(tail)
+        or _LABEL.fullmatch(tail.rsplit(None, 1)[-1])
+        or _KO_LABEL.fullmatch(tail.strip())
+    ):
         return True  # "Ha! ha!", a split at '․' (Korean name lists), a bare list label "1."
     if tail[-2:-1].isdigit() and not (first.isupper() or first in "\"'“‘("):
         return True  # Korean dates "2010. 11. 12." and numbered items "1. 총강"
@@ -304,16 +313,17 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
     continuing = False  # the previous piece was an unfinished long line
     for _, text, complete in _lines(path, report, cfg.chunk_bytes):
         if complete and not continuing and not text.strip():
-            if cfg.join_lines and cfg.documents == "file":
-                continue  # blank lines carry no document boundary here: a wrap, joined like any other
+            if cfg.blank_lines_wrap:
+                continue  # a wrap, joined like any other line
             flush(True)
             if cfg.documents == "blank_line" and doc:
                 yield doc
                 doc = []
             continue
-        pending += " " + text if cfg.join_lines and pending and not continuing else text
+        joined = cfg.join_lines or cfg.blank_lines_wrap
+        pending += " " + text if joined and pending and not continuing else text
         continuing = not complete
-        if complete and not cfg.join_lines:
+        if complete and not joined:
             flush(True)
         elif len(pending) > limit:
             flush(False)

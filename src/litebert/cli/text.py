@@ -43,11 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _read_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--doc-per-file", action="store_true", help="one document per file (default: blank lines)")
     p.add_argument("--no-split", action="store_true", help="input already has one sentence per line")
-    p.add_argument(
-        "--join-lines",
-        action="store_true",
-        help="lines are hard-wrapped: join them before splitting (with --doc-per-file, across blank lines too)",
-    )
+    p.add_argument("--join-lines", action="store_true", help="lines are hard-wrapped: join them before splitting")
+    p.add_argument("--blank-lines-wrap", action="store_true",
+                   help="with --doc-per-file: blank lines are wraps too (as in the Korean bills)")  # fmt: skip
     p.add_argument("--text-field", default="text", help="field holding the text in .jsonl records")
     p.add_argument("--language", default=None, help="splitter language (default: ko for Hangul, else en)")
 
@@ -59,6 +57,7 @@ def _read_config(args: argparse.Namespace):
         documents="file" if args.doc_per_file else "blank_line",
         split=not args.no_split,
         join_lines=args.join_lines,
+        blank_lines_wrap=args.blank_lines_wrap,
         text_field=args.text_field,
         language=args.language,
     )
