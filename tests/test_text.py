@@ -203,6 +203,8 @@ def test_output_inside_the_input_is_not_read_back(tmp_path):
     assert sorted(p.name for p in corpus.iterdir()) == ["a.txt", "zzz.txt"]  # no partial .tmp left
     with pytest.raises(IsADirectoryError, match="is a directory"):
         prepare([corpus / "a.txt"], corpus)
+    with pytest.raises(ValueError, match="the output is also an input"):
+        prepare([corpus / "a.txt"], corpus / "a.txt")
 
 
 def test_blank_lines_wrap_joins_across_blank_lines(tmp_path):

@@ -176,9 +176,9 @@ def test_continue_pretraining_after_add_words_grows_the_model(
     emb = "albert.embeddings.word_embeddings.weight"
     assert new[emb].shape[0] == base.config.vocab_size + 2 and torch.equal(new[emb][: base.config.vocab_size], old[emb])
     assert all(torch.equal(old[k], new[k]) for k in old if k not in (emb, "mlm_head.bias"))
-    # ...and the command takes that route from --init-from
-    args = ["pretrain", "--init-from", str(run / "model"), "--data", str(data2), "--tokenizer",
-            str(tmp_path / "tok2"), "--out", str(tmp_path / "cont"), *FAST]  # fmt: skip
+    # ...and the command takes that route from --init-from, with the tokenizer the data was built with
+    args = ["pretrain", "--init-from", str(run / "model"), "--data", str(data2), "--out", str(tmp_path / "cont"),
+            *FAST]  # fmt: skip
     assert main(args) == 0
     assert litebert.load(tmp_path / "cont" / "model").config.vocab_size == grown.vocab_size
     # a tokenizer that is not an extension of the model's is refused, naming it

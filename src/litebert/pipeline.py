@@ -23,7 +23,8 @@ from litebert.train.run import RUN_CONFIG, run_started
 
 PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus" / "moby-dick"  # the chapters, not the README
 # Settings a resumed run may change without changing its arithmetic.
-_RESUME_NEUTRAL = ("max_steps", "save_every", "eval_every", "log_every", "keep_last", "progress", "tensorboard")
+_RESUME_NEUTRAL = ("max_steps", "save_every", "eval_every", "log_every", "keep_last", "progress", "tensorboard",
+                   "compile", "grad_checkpointing")  # fmt: skip
 
 DEFAULT_PRESET = "tiny"
 # The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
@@ -133,10 +134,10 @@ def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
 def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[Path | None, Path]:
     """(tokenizer dir, data dir): given ones, or trained/built into RUN_DIR/prep from the corpus."""
     tokenizer = Path(job.tokenizer) if job.tokenizer else None
+    if job.data_dir is not None:  # the run finds the data's own tokenizer (pretrain / open_run)
+        return tokenizer, Path(job.data_dir)
     if tokenizer is None and job.init_from and (Path(job.init_from) / "spiece.model").is_file():
         tokenizer = Path(job.init_from)
-    if job.data_dir is not None:
-        return tokenizer, Path(job.data_dir)
     from litebert.data import build
     from litebert.tokenizer import train_tokenizer
 
@@ -198,6 +199,9 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSumm
         raise ValueError(f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
                          "pass a larger --max-steps to train further")  # fmt: skip
     changed = {k: v for k, v in overrides.items() if k not in _RESUME_NEUTRAL and saved["train"].get(k) != v}
+    before = from_dict(TrainConfig, saved["train"], source=f"{path}: train").resolved_warmup_steps
+    if train.resolved_warmup_steps != before and step < max(before, train.resolved_warmup_steps):
+        changed["warmup (steps, from max_steps)"] = f"{before} -> {train.resolved_warmup_steps}"
     if changed:
         warnings.warn(f"resuming {out} with changed settings {changed}: it continues with them, so it will not "
                       "reproduce an uninterrupted run", stacklevel=2)  # fmt: skip

@@ -370,6 +370,8 @@ def prepare(paths: Sequence[str | Path], out: str | Path, *, config: ReadConfig 
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.is_dir():
         raise IsADirectoryError(f"{out}: is a directory; --out names the file to write")
+    if any(Path(p).resolve() == out.resolve() for p in paths):
+        raise ValueError(f"{out}: the output is also an input; write it elsewhere")
     tmp = out.with_name(out.name + ".tmp")
     opener = gzip.open if out.suffix == ".gz" else open
     docs = read_documents(paths, report=report, config=config, exclude=[out, tmp])  # checks the paths now

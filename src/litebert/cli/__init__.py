@@ -32,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (ValueError, OSError, KeyError) as exc:  # OSError: a path that cannot be read or written
         # User errors carry a message naming the file/field; a traceback would only hide it. Under torchrun
-        # every rank checks the same inputs and meets the same error: rank 0 reports it.
-        if os.environ.get("RANK", "0") == "0":
-            print(f"litebert {args.command}: error: {exc}", file=sys.stderr)
+        # each rank says which it is: most errors are the same everywhere, but one rank may meet its own.
+        rank = os.environ.get("RANK", "0")
+        print(f"litebert {args.command}: error{f' (rank {rank})' if rank != '0' else ''}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: no traceback; what was finished is kept (builds and runs resume)
         print(f"litebert {args.command}: interrupted", file=sys.stderr)

@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import json
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,10 +62,15 @@ class RunFiles:
         lock = open(self.run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held until unlock()
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             lock.close()
             raise ValueError(f"{self.run_dir} is in use by another litebert process (it holds {LOCK_FILE}); "
                              "wait for it or stop it first") from None  # fmt: skip
+        except OSError as exc:  # a file system without flock (some network mounts): train unguarded
+            lock.close()
+            warnings.warn(f"{self.run_dir}: cannot lock the run directory ({exc}); not guarded against a "
+                          "second job", stacklevel=2)  # fmt: skip
+            return
         _LOCKS[self.run_dir.resolve()] = lock
 
     def unlock(self) -> None:
@@ -95,9 +101,7 @@ class RunFiles:
                 f"{self.init_from}: the data has a larger vocabulary than this model, and without both tokenizers "
                 "(the model's and the run's) litebert cannot check that it extends the model's"
             )
-        old = Tokenizer.load(self.init_from).pieces
-        new = Tokenizer.load(self.tokenizer_dir).pieces
-        if len(old) != old_size or new[: len(old)] != old:
+        if Tokenizer.load(self.init_from).vocab_size != old_size or not _extends(self.tokenizer_dir, self.init_from):
             raise ValueError(
                 f"{self.tokenizer_dir}: this tokenizer does not extend the model's ({self.init_from / SPIECE}): "
                 "its first pieces differ; grow a vocabulary with `litebert tokenizer add-words`"
@@ -225,10 +229,12 @@ def _fill_run(
         if tok is not None and not (tok / SPIECE).is_file():
             raise FileNotFoundError(f"{tok}: not a tokenizer directory (no {SPIECE}); check --tokenizer")
         built_with = Path(data_dir) / TOKENIZER_DIR if data_dir is not None else None
+        has_copy = built_with is not None and (built_with / SPIECE).is_file()  # the copy `data build` keeps
         if tok is None and init is not None and (init / SPIECE).is_file():
-            tok = init
-        elif tok is None and built_with is not None and (built_with / SPIECE).is_file():
-            tok = built_with  # the copy `data build` keeps, so the final model carries its tokenizer
+            # the model's own tokenizer, or the data's when `tokenizer add-words` grew it from the model's
+            tok = built_with if has_copy and _extends(built_with, init) else init
+        elif tok is None and has_copy:
+            tok = built_with  # so the final model carries the tokenizer its data was built with
         run.tokenizer_dir = tok
     if data_dir is not None:
         _check_data(Path(data_dir), mcfg, run.tokenizer_dir)
@@ -299,6 +305,14 @@ def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir
         "init_from": str(run.init_from) if run.init_from is not None else None,
     }  # fmt: skip
     (run.run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+
+
+def _extends(new_dir: Path, old_dir: Path) -> bool:
+    """Whether the tokenizer in new_dir keeps every piece of old_dir's at its id (and may add more)."""
+    from litebert.tokenizer import Tokenizer
+
+    old, new = Tokenizer.load(old_dir).pieces, Tokenizer.load(new_dir).pieces
+    return new[: len(old)] == old
 
 
 def _grown_vocab(have: ModelConfig, want: ModelConfig) -> bool:
