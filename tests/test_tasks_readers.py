@@ -158,3 +158,12 @@ def test_a_file_without_header_is_read_by_column_positions(tmp_path):
     with pytest.raises(ValueError, match="cola.tsv: line 2: expected 4 fields, found 3"):
         cola.write_text("gj04\t1\t\tFine.\ngj04\t0\tShort.\n")
         read_labeled_table(cola, ("3",), "1")
+
+
+def test_short_rows_holding_the_needed_columns_and_an_empty_file(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("text,label,extra\nfine,1\ngood,0,x\n")  # row 2 lacks only the unused column
+    assert [r.texts for r in read_labeled_table(path, ("text",), "label")] == [("fine",), ("good",)]
+    path.write_text("")
+    with pytest.raises(ValueError, match="t.csv: empty file"):
+        read_labeled_table(path, ("text",), "label")

@@ -92,7 +92,9 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
     blank: list[int] = []
     with open_text(path) as f:
         reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
-        first = next(reader, [])
+        first = next(reader, None)
+        if first is None:
+            raise ValueError(f"{path}: empty file")
         positions = bool(columns) and all(c.isdigit() for c in columns) and not set(columns) <= set(first)
         if positions:  # no header: the first row is data
             width = max(int(c) for c in columns) + 1
@@ -107,9 +109,9 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
             if not row:
                 blank.append(line)
                 continue
-            if len(row) != len(header):
+            if len(row) > len(header) or len(row) < len(header) and any(header.index(c) >= len(row) for c in columns):
                 raise ValueError(f"{path}: line {line}: expected {len(header)} fields, found {len(row)}")
-            yield line, dict(zip(header, row, strict=True))
+            yield line, dict(zip(header, row, strict=False))  # a short row is fine if it holds every needed column
     if blank:  # skipped, as csv readers do, but counted
         warnings.warn(f"{path}: {len(blank)} blank line(s) skipped (first: line {blank[0]})", stacklevel=2)
 
