@@ -94,14 +94,13 @@ class RunFiles:
 
     def _check_extends_tokenizer(self, old_size: int) -> None:
         """A grown vocabulary must keep the model's pieces at their ids (what `tokenizer add-words` writes)."""
-        from litebert.tokenizer import Tokenizer
 
         if self.init_from is None or not (self.init_from / SPIECE).is_file() or self.tokenizer_dir is None:
             raise ValueError(
                 f"{self.init_from}: the data has a larger vocabulary than this model, and without both tokenizers "
                 "(the model's and the run's) litebert cannot check that it extends the model's"
             )
-        if Tokenizer.load(self.init_from).vocab_size != old_size or not _extends(self.tokenizer_dir, self.init_from):
+        if not _extends(self.tokenizer_dir, self.init_from, old_size):
             raise ValueError(
                 f"{self.tokenizer_dir}: this tokenizer does not extend the model's ({self.init_from / SPIECE}): "
                 "its first pieces differ; grow a vocabulary with `litebert tokenizer add-words`"
@@ -239,8 +238,6 @@ def _fill_run(
     if data_dir is not None:
         _check_data(Path(data_dir), mcfg, run.tokenizer_dir)
     if not resume:
-        run.run_dir.mkdir(parents=True, exist_ok=True)
-        run.lock_dir()
         _create_run_dir(run, mcfg, cfg, data_dir)
 
 
@@ -292,6 +289,7 @@ def _check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -
 
 def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any) -> None:
     run.run_dir.mkdir(parents=True, exist_ok=True)
+    run.lock_dir()  # before anything is written into it
     if run.tokenizer_dir is not None:
         stored = run.run_dir / "tokenizer"
         stored.mkdir(exist_ok=True)
@@ -307,12 +305,13 @@ def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir
     (run.run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
 
 
-def _extends(new_dir: Path, old_dir: Path) -> bool:
-    """Whether the tokenizer in new_dir keeps every piece of old_dir's at its id (and may add more)."""
+def _extends(new_dir: Path, old_dir: Path, old_size: int | None = None) -> bool:
+    """Whether the tokenizer in new_dir keeps every piece of old_dir's at its id (and may add more); with
+    `old_size`, old_dir's must also have that many pieces (the model's vocabulary)."""
     from litebert.tokenizer import Tokenizer
 
     old, new = Tokenizer.load(old_dir).pieces, Tokenizer.load(new_dir).pieces
-    return new[: len(old)] == old
+    return (old_size is None or len(old) == old_size) and new[: len(old)] == old
 
 
 def _grown_vocab(have: ModelConfig, want: ModelConfig) -> bool:
