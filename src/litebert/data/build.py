@@ -137,14 +137,14 @@ def _results(windows: Iterator[list[list[str]]], skip: set[int], workers: int, i
 
 
 def _identity(corpus: Sequence[str | Path], tok, config: DataConfig, read: ReadConfig, out: Path) -> dict:
-    files = iter_files(corpus, exclude=[out])
+    stats = [(p, p.stat()) for p in iter_files(corpus, exclude=[out])]
     return {
         "format_version": FORMAT_VERSION,
         "settings": config.to_dict(),
         "read": asdict(read),
         "tokenizer_sha256": tok.checksum,
         "vocab_size": int(tok.vocab_size),
-        "corpus": [{"path": str(p), "bytes": p.stat().st_size, "mtime_ns": p.stat().st_mtime_ns} for p in files],
+        "corpus": [{"path": str(p), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns} for p, st in stats],
     }
 
 
