@@ -19,6 +19,7 @@ CONFIGS = {
     "all-shared": dict(num_layers=3, sharing="all"),
     "not-shared": dict(num_layers=3, sharing="none"),
     "groups2-inner2": dict(num_layers=4, sharing="all", num_hidden_groups=2, inner_group_num=2),
+    "groups2-of-3": dict(num_layers=3, sharing="all", num_hidden_groups=2),  # layers 0, 1 -> group 0; 2 -> 1
     "E=H": dict(num_layers=2, sharing="all", embedding_size=32),
     "E=H-not-shared-bert": dict(num_layers=2, sharing="none", embedding_size=32),
 }
@@ -26,10 +27,11 @@ CONFIGS = {
 
 def _batch(vocab: int, seed: int = 0) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, vocab, (3, 11), generator=g)
+    ids = torch.randint(5, vocab, (4, 11), generator=g)
     mask = torch.ones_like(ids)
     mask[1, 7:] = 0  # padding in the batch
     mask[2, 4:] = 0
+    mask[3, :3] = 0  # left padding: the pooler reads a padded position 0
     ids[mask == 0] = 0
     types = torch.zeros_like(ids)
     types[:, 5:] = 1
@@ -63,7 +65,7 @@ def test_export_then_transformers_loads_identically(tmp_path, name):
     _compare(ours, theirs)
 
 
-@pytest.mark.parametrize("name", ["all-shared", "not-shared", "groups2-inner2", "E=H"])
+@pytest.mark.parametrize("name", ["all-shared", "not-shared", "groups2-inner2", "groups2-of-3", "E=H"])
 def test_transformers_saved_then_litebert_loads_identically(tmp_path, name):
     c = {**SMALL, **CONFIGS[name]}
     groups = c["num_layers"] if c["sharing"] == "none" else c.get("num_hidden_groups", 1)
@@ -136,8 +138,13 @@ def test_loads_every_transformers_albert_class(tmp_path, cls, fresh, weights):
     if weights == "pytorch_model.bin":  # older checkpoints; transformers 5 only writes safetensors
         (tmp_path / "hf" / "model.safetensors").unlink()
         torch.save(theirs.state_dict(), tmp_path / "hf" / weights)
-    with pytest.warns(UserWarning, match=f"has {fresh} .*fresh initialisation"):
+    with pytest.warns(UserWarning) as record:
         ours = litebert.load(tmp_path / "hf")
+    messages = [str(w.message) for w in record]
+    assert any(f"has {fresh} " in m and "fresh initialisation" in m for m in messages), messages
+    head = {"AlbertForSequenceClassification": "classifier", "AlbertForQuestionAnswering": "qa_outputs"}.get(cls)
+    # a task model's own head is never loaded, and the user is told so
+    assert any(f"task head ({head}.bias, {head}.weight) is not loaded" in m for m in messages) == bool(head)
     ours.eval()
     batch = _batch(120)
     valid = batch["attention_mask"].bool()
@@ -203,3 +210,16 @@ def test_conversions_refuse_what_would_lose_or_change_a_model(tmp_path):
         config.pop(key, None)
     ours = hf.config_from_hf(config)
     assert (ours.num_heads, ours.hidden_dropout, ours.attention_dropout) == (64, 0.0, 0.0)
+    # transformers' other names for the tanh GELU are the same function
+    assert hf.config_from_hf({**config, "hidden_act": "gelu_pytorch_tanh"}).hidden_act == "gelu_new"
+    with pytest.raises(ValueError, match="hidden_act must be one of"):
+        hf.config_from_hf({**config, "hidden_act": "silu"})
+    # a legacy checkpoint whose decoder bias differs from predictions.bias is untied too
+    tied = transformers.AlbertForPreTraining(transformers.AlbertConfig(**small, num_attention_heads=4))
+    tied.save_pretrained(tmp_path / "legacy")
+    (tmp_path / "legacy" / "model.safetensors").unlink()
+    state = {k: v.clone() for k, v in tied.state_dict().items()}
+    state["predictions.decoder.bias"] = state["predictions.bias"] + 1
+    torch.save(state, tmp_path / "legacy" / "pytorch_model.bin")
+    with pytest.raises(ValueError, match="predictions.decoder.bias differs from predictions.bias"):
+        litebert.load(tmp_path / "legacy")

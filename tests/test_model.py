@@ -164,7 +164,7 @@ def test_decoder_is_tied_to_word_embeddings():
     [
         ("num_heads", 5, "hidden_size .* divisible by num_heads"),
         ("sharing", "some", "sharing must be one of"),
-        ("num_hidden_groups", 2, "num_hidden_groups .* must divide num_layers"),
+        ("num_hidden_groups", 4, "num_hidden_groups .* must not exceed num_layers"),
         ("vocab_size", 0, "vocab_size must be a positive integer"),
         ("hidden_dropout", 1.5, "hidden_dropout"),
         ("hidden_act", "swish", "hidden_act"),

@@ -66,9 +66,10 @@ class ModelConfig:
             )
         if self.sharing not in SHARING:
             raise ValueError(f"ModelConfig.sharing must be one of {SHARING}, got {self.sharing!r}")
-        if self.num_hidden_groups > self.num_layers or self.num_layers % self.num_hidden_groups:
+        if self.num_hidden_groups > self.num_layers:  # a group no layer uses would be dead parameters
             raise ValueError(
-                f"ModelConfig.num_hidden_groups ({self.num_hidden_groups}) must divide num_layers ({self.num_layers})"
+                f"ModelConfig.num_hidden_groups ({self.num_hidden_groups}) must not exceed num_layers "
+                f"({self.num_layers})"
             )
         if self.sharing != "all" and (self.num_hidden_groups != 1 or self.inner_group_num != 1):
             raise ValueError(

@@ -98,6 +98,10 @@ _HF_DEFAULTS = {
 }  # fmt: skip
 
 
+# transformers activation names for the function litebert calls "gelu_new" (tanh-approximated GELU).
+_SAME_ACTIVATION = {"gelu_pytorch_tanh": "gelu_new", "gelu_fast": "gelu_new"}
+
+
 def config_from_hf(data: dict[str, Any]) -> ModelConfig:
     """ModelConfig from a transformers AlbertConfig dict, with transformers' defaults for absent fields (as
     transformers reads it). transformers always has the E->H projection, and ties the MLM decoder."""
@@ -107,6 +111,7 @@ def config_from_hf(data: dict[str, Any]) -> ModelConfig:
             "embedding matrix (as ALBERT's), so an untied checkpoint cannot be represented"
         )
     data = {**_HF_DEFAULTS, **data}
+    data["hidden_act"] = _SAME_ACTIVATION.get(data["hidden_act"], data["hidden_act"])
     fields = {ours: data[theirs] for ours, theirs in _CONFIG_NAMES.items() if theirs in data}
     return ModelConfig.from_dict(
         {**fields, "sharing": "all", "embedding_projection": True}, source="transformers config.json"
@@ -165,13 +170,15 @@ def from_hf_state_dict(tensors: dict[str, torch.Tensor], config: ModelConfig) ->
     pooler and the MLM and SOP heads are only returned when the checkpoint has them (see _OPTIONAL)."""
     if not any(k.startswith("albert.") for k in tensors):  # AlbertModel's layout
         tensors = {(f"albert.{k}" if k.startswith(_BARE_PREFIXES) else k): v for k, v in tensors.items()}
-    decoder = tensors.get("predictions.decoder.weight")
-    embeddings = tensors.get("albert.embeddings.word_embeddings.weight")
-    if decoder is not None and embeddings is not None and not torch.equal(decoder, embeddings):
-        raise ValueError(
-            "transformers checkpoint: predictions.decoder.weight differs from the word embeddings (an untied "
-            "MLM decoder); litebert ties them, as ALBERT does"
-        )
+    for derived, source, what in (
+        ("predictions.decoder.weight", "albert.embeddings.word_embeddings.weight", "the word embeddings"),
+        ("predictions.decoder.bias", "predictions.bias", "predictions.bias"),
+    ):
+        if derived in tensors and source in tensors and not torch.equal(tensors[derived], tensors[source]):
+            raise ValueError(
+                f"transformers checkpoint: {derived} differs from {what} (an untied MLM decoder); litebert "
+                "ties them, as ALBERT does"
+            )
     tensors = {k: v for k, v in tensors.items() if k not in _DERIVED and not k.startswith(_TASK_HEADS)}
 
     def take(name: str) -> torch.Tensor:
@@ -225,7 +232,15 @@ def load_hf(directory: str | Path) -> AlbertForPretraining:
         raise ValueError(f"{directory}: not a transformers ALBERT directory ({what})")
     config = config_from_hf(data)
     model = AlbertForPretraining(config)
-    tensors = from_hf_state_dict(read_hf_weights(directory), config)
+    raw = read_hf_weights(directory)
+    heads = sorted(k for k in raw if k.startswith(_TASK_HEADS))
+    if heads:
+        warnings.warn(
+            f"{directory}: the checkpoint's task head ({', '.join(heads)}) is not loaded; litebert loads the "
+            "pretrained backbone, and fine-tuning starts its own head fresh",
+            stacklevel=2,
+        )
+    tensors = from_hf_state_dict(raw, config)
     fresh = tuple(prefix for prefix in _OPTIONAL if not any(k.startswith(prefix) for k in tensors))
     if fresh:
         warnings.warn(

@@ -132,7 +132,8 @@ def attend(
     scores = torch.matmul(q, k.transpose(-1, -2)) * q.shape[-1] ** -0.5  # (B, N, T, T)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float64 if q.dtype == torch.float64 else torch.float32)
+    probs = probs.to(q.dtype)
     return torch.matmul(dropout(probs, dropout_p), v)
 
 
@@ -257,9 +258,15 @@ class Albert(nn.Module):
             x = self.encoder(x, None)  # (B, T, H)
         else:
             # Padding: run the dense layers on real tokens only (often half the work on real sentences).
-            unpad = Unpadded(attention_mask)
-            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T): True = may attend
-            x = unpad.pad(self.encoder(unpad.unpad(x), mask, unpad))  # (B, T, H), zeros at padding
+            real = attention_mask.bool()
+            # The pooler reads position 0 even where it is padding (left padding): compute it there too, as a
+            # query only, so the pooled output equals transformers' (rows without any real token stay zeros).
+            pad0 = ~real[:, 0] & real.any(1)  # (B,)
+            unpad = Unpadded(real | F.pad(pad0[:, None], (0, real.shape[1] - 1)))
+            x = unpad.pad(self.encoder(unpad.unpad(x), real[:, None, None, :], unpad))  # (B, T, H)
+            if bool(pad0.any()):
+                pooled = torch.tanh(self.pooler(x[:, 0]))
+                return x.masked_fill(~real[..., None], 0.0), pooled  # zeros at every padded position
         pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, H)
         return x, pooled
 
