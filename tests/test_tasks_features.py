@@ -104,6 +104,57 @@ def test_squad_windows_positions_and_decoding():
         assert task.score(data, outs, c, state)["f1"] == f1
 
 
+def _one_window(context_words: list[str], start: list[float], end: list[float], **kw) -> str:
+    """The v1.1 answer decoded from one window laid out [CLS] q [SEP] w0 ... [SEP] with the given logits."""
+    context = " ".join(context_words)
+    offsets, pos = [], 0
+    for w in context_words:
+        offsets.append((pos, pos + len(w)))
+        pos += len(w) + 1
+    n = len(context_words)
+    assert len(start) == len(end) == n + 4
+    meta = [{"example": 0, "first": 3, "start": 0, "length": n, "max_context": [True] * n, "offsets": offsets}]
+    ex = SquadExample("q", "q?", context, [], True, "article 0")
+    data = TaskData(features=[{}], examples=[ex], report=Report("mem"), meta=meta)
+    outs = {"start_logits": [np.asarray(start, np.float32)], "end_logits": [np.asarray(end, np.float32)]}
+    return decode(data, outs, cfg(**kw), v2=False)[0]["q"]
+
+
+def test_squad_decoding_follows_the_official_postprocessing():
+    """The cases where run_squad.py's write_predictions and a context-only, float32 decoder disagree."""
+    words = ["w0", "w1", "w2"]
+    # n-best starts and ends come from the whole window: [SEP]'s end logit (8) takes one of the 2 end slots
+    start, end = [-2, -3, 4, 0, 5, 7.5, -1], [6, -1, -3, 3, 9, 7, 8]
+    assert _one_window(words, start, end, n_best_size=2) == "w1"
+    # scores are summed in float64: 0.5 + (0.5 + 2^-24) beats 1.0 + 0.0 (a tie in float32)
+    start, end = [0, 0, 0, 1.0, 0.5, 0, 0], [0, 0, 0, 0.0, 0.5 + 2**-24, 0, 0]
+    assert _one_window(words, start, end, max_answer_length=1) == "w1"
+    # equal scores keep the earlier span, as Python's stable sort does
+    start, end = [0, 0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 1, 1, 0]
+    assert _one_window(words, start, end, max_answer_length=1) == "w1"
+    # a span whose text is empty (a lone "▁" piece) is not an answer: the next best span is
+    start, end = [0, 0, 0, 0, 9, 1, 0], [0, 0, 0, 0, 9, 1, 0]
+    assert _one_window(["a", "", "b"], start, end, max_answer_length=1) == "b"
+
+
+def test_squad_scoring_uses_the_files_own_version(tmp_path):
+    """A model trained on 2.0 may abstain on a v1.1 dev file; v1.1's metric scores it (gold "the": EM 100, F1 0
+    for an empty answer under v1.1, where v2.0's rule would give 100 / 100)."""
+    import json
+
+    data = {"version": "1.1", "data": [{"paragraphs": [{"context": "the cat", "qas": [
+        {"id": "a", "question": "which?", "answers": [{"text": "the", "answer_start": 0}]}]}]}]}  # fmt: skip
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(data))
+    task, tok, c = SquadTask(), WordTok(), cfg()
+    loaded = task.load(path, tok, c, {}, mode="dev")
+    assert loaded.info == {"version_2": False}
+    n = len(loaded.features[0]["input_ids"])
+    outs = {"start_logits": [np.r_[50.0, np.zeros(n - 1)]], "end_logits": [np.zeros(n)]}  # the null score wins
+    scores = task.score(loaded, outs, c, {"version_2_with_negative": True})
+    assert (scores["exact_match"], scores["f1"]) == (100.0, 0.0)
+
+
 def test_squad_unanswerable_points_at_cls_and_bad_span_is_counted():
     tok, report = WordTok(), Report("mem")
     feats, _, _ = featurize([_example(impossible=True)], tok, cfg(), report, training=True)

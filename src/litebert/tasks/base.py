@@ -25,6 +25,8 @@ class TaskData:
     report: Report
     # Per-feature data that is not a model input (e.g. a SQuAD window's token -> context mapping).
     meta: list[Any] = field(default_factory=list)
+    # Facts about the whole file scoring needs (e.g. whether a SQuAD file is v2.0).
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 class Task(Protocol):

@@ -147,30 +147,40 @@ def featurize(
 def decode(
     data: TaskData, outputs: dict[str, list[np.ndarray]], cfg: Any, v2: bool
 ) -> tuple[dict[str, str], dict[str, float]]:
-    """Best answer text per question id (n-best spans; "" for v2.0 when the null score wins) + null margins."""
+    """Best answer text per question id and its null margin, as the official BERT/ALBERT postprocessing does.
+
+    Per window: the `n_best_size` highest start and end logits over the whole window (stable order), kept
+    when both lie in the context, the start is in its max-context window, end >= start and the span is at most
+    `max_answer_length` tokens; scores are start + end logits in float64. A span whose text is empty (a lone
+    "▁" piece) is not an answer. v2.0: "" when the null score (the least [CLS] score over the windows) beats
+    the best span by more than `null_score_diff_threshold`.
+    """
     best: dict[int, tuple[float, str]] = {}
     null: dict[int, float] = {}
     for m, start_logits, end_logits in zip(data.meta, outputs["start_logits"], outputs["end_logits"], strict=True):
         e = m["example"]
-        null[e] = min(null.get(e, np.inf), float(start_logits[0] + end_logits[0]))
-        ctx = slice(m["first"], m["first"] + m["length"])
-        starts = np.argsort(-start_logits[ctx])[: cfg.n_best_size]
-        ends = np.argsort(-end_logits[ctx])[: cfg.n_best_size]
+        start_logits, end_logits = start_logits.astype(np.float64), end_logits.astype(np.float64)
+        null[e] = min(null.get(e, np.inf), start_logits[0] + end_logits[0])
+        first, n = m["first"], m["length"]
+        starts = np.argsort(-start_logits, kind="stable")[: cfg.n_best_size] - first  # context token index
+        ends = np.argsort(-end_logits, kind="stable")[: cfg.n_best_size] - first
         for i in starts:
-            if not m["max_context"][i]:
+            if not 0 <= i < n or not m["max_context"][i]:
                 continue
             for j in ends:
-                if j < i or j - i + 1 > cfg.max_answer_length:
+                if not i <= j < n or j - i + 1 > cfg.max_answer_length:
                     continue
-                score = float(start_logits[m["first"] + i] + end_logits[m["first"] + j])
-                if e not in best or score > best[e][0]:
-                    a, b = m["offsets"][m["start"] + i][0], m["offsets"][m["start"] + j][1]
-                    best[e] = (score, data.examples[e].context[a:b].strip())
+                score = start_logits[first + i] + end_logits[first + j]
+                if e in best and score <= best[e][0]:
+                    continue
+                a, b = m["offsets"][m["start"] + i][0], m["offsets"][m["start"] + j][1]
+                text = data.examples[e].context[a:b].strip()
+                if text:
+                    best[e] = (score, text)
     preds, margins = {}, {}
     for e, ex in enumerate(data.examples):
         score, text = best.get(e, (-np.inf, ""))
-        margins[ex.qid] = null.get(e, np.inf) - score
-        # v2.0: abstain when the null score beats the best span by more than the threshold.
+        margins[ex.qid] = float(null.get(e, np.inf) - score)
         preds[ex.qid] = "" if v2 and margins[ex.qid] > cfg.null_score_diff_threshold else text
     return preds, margins
 
@@ -194,7 +204,7 @@ class SquadTask:
         feats, meta, used = featurize(examples, tok, cfg, report, training=mode == "train")
         if used == 0:
             raise ValueError(f"{path}: no usable question (see the report: {report.to_dict()})")
-        return TaskData(features=feats, examples=examples, report=report, meta=meta)
+        return TaskData(features=feats, examples=examples, report=report, meta=meta, info={"version_2": v2})
 
     def num_outputs(self, state: dict[str, Any]) -> int:
         return 2
@@ -207,7 +217,10 @@ class SquadTask:
     ) -> dict[str, float]:
         abstains = _abstains(data, state)
         preds, _ = decode(data, outputs, cfg, abstains)
-        scorer = evaluate_v2 if abstains or any(ex.is_impossible for ex in data.examples) else evaluate_v1
+        # The metric is the file's own (as the official scripts): a v1.1 file is scored by v1.1's rules even
+        # when the model may abstain, which then counts as a wrong answer.
+        v2 = data.info.get("version_2", any(ex.is_impossible for ex in data.examples))
+        scorer = evaluate_v2 if v2 else evaluate_v1
         result = scorer(gold_dataset(data.examples), preds)
         return {k: float(v) for k, v in result.items() if k not in ("missing",)}
 
