@@ -45,8 +45,12 @@ def test_ngram_shares_when_the_budget_does_not_bind(examples, tok):
     rng = np.random.default_rng(1)
     unforced = sum(_mask(ids, offsets, tok, rng)[0].unforced.sum(0) for _ in range(6))
     shares = unforced / unforced.sum()
-    assert unforced.sum() > 20_000  # sampling error ~0.35 points, well inside the 1.5-point tolerance
-    np.testing.assert_allclose(shares, [6 / 11, 3 / 11, 2 / 11], atol=0.015)
+    assert unforced.sum() > 20_000  # sampling error ~0.35 points, inside the 1-point tolerance
+    np.testing.assert_allclose(shares, [6 / 11, 3 / 11, 2 / 11], atol=0.01)
+    # Drawn lengths, counted before the overlap check: at a high masking rate most spans of 3 words touch a
+    # masked word, and counting only the accepted ones would understate long n by several points.
+    unforced = sum(_mask(ids, offsets, tok, rng, prob=0.5, max_predictions=400)[0].unforced.sum(0) for _ in range(2))
+    np.testing.assert_allclose(unforced / unforced.sum(), [6 / 11, 3 / 11, 2 / 11], atol=0.01)
 
 
 def test_80_10_10_budget_and_whole_words(examples, tok):

@@ -31,7 +31,7 @@ def test_cli_build_and_stats(shared_data, tokenizer_dir, tmp_path, capsys):
     assert abs(sum(stats.ngram_shares) - 1) < 1e-9 and stats.ngram_shares[0] > stats.ngram_shares[1]
     # Spans the budget did not shape follow p(n) ∝ 1/n (a small sample here: a loose tolerance).
     assert np.allclose(stats.ngram_shares_free, [6 / 11, 3 / 11, 2 / 11], atol=0.03)
-    assert "where the budget did not bind" in text
+    assert "lengths drawn where the budget did not bind" in text
     assert 0.12 < stats.masked_fraction < 0.17  # round(15%) of 128 is 19 < 20, so the budget is ~15%
     assert sum(c for _, _, c in stats.length_histogram) == stats.sampled
     # Dynamic data: statistics come from sampled masks.

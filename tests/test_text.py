@@ -106,13 +106,14 @@ def test_invalid_utf8_is_replaced_counted_and_located(tmp_path):
     docs = list(read_documents([path], report=report))
     assert docs == [["Good start here.", "Broken \ufffd\ufffd bytes.", "Then more."]]
     assert report.invalid_bytes == 2
-    assert f"{path}: invalid UTF-8 at byte offset 24" in report.messages[0]
+    assert f"{path}:2: invalid UTF-8 at byte offset 24" in report.messages[0]
     many = tmp_path / "many.txt"
     many.write_bytes(b"Bad \xff byte here.\n" * 5000)
     report = TextReport()
     assert len(list(read_documents([many], report=report))) == 1
     assert report.invalid_bytes == 5000 and len(report.messages) == 201
-    assert "byte offset 4," in report.messages[0] and "byte offset 21," in report.messages[1]
+    assert ":1: invalid UTF-8 at byte offset 4," in report.messages[0]
+    assert ":2: invalid UTF-8 at byte offset 21," in report.messages[1]
 
 
 def test_binary_file_is_skipped_with_its_name(tmp_path):
@@ -125,6 +126,21 @@ def test_binary_file_is_skipped_with_its_name(tmp_path):
     assert report.skipped == 1 and "blob.bin: skipped, looks like a binary file" in report.messages[0]
     with pytest.raises(ValueError, match=r"empty corpus.*blob\.bin"):
         list(read_documents([binary]))
+
+
+def test_utf16_and_truncated_gzip_are_named(tmp_path):
+    import gzip
+
+    (tmp_path / "wide.txt").write_bytes("Wide text here.\n".encode("utf-16"))
+    (tmp_path / "ok.txt").write_text("Fine text.\n")
+    report = TextReport()
+    assert list(read_documents([tmp_path], report=report)) == [["Fine text."]]
+    assert "wide.txt: skipped, UTF-16 text (litebert reads UTF-8" in report.messages[0]
+    whole = gzip.compress(("A sentence of text. " * 50 + "\n").encode() * 2000)
+    cut = tmp_path / "cut.txt.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=r"cut\.txt\.gz: cannot read past line \d+: Compressed file ended"):
+        list(read_documents([cut]))
 
 
 def test_missing_path_and_empty_corpus(tmp_path):

@@ -68,6 +68,9 @@ def test_normalizer_is_the_official_one_with_nfc(corpus_lines):
     assert norm("  Café\tNAÏVE  ``quoted''\n") == 'cafe naive "quoted"'
     assert norm("대한민국") == "대한민국" and norm(unicodedata.normalize("NFD", "대한민국")) == "대한민국"
     assert Normalizer(do_lower_case=False, strip_accents=False)("Café  X") == "Café X"
+    # control and format characters (zero-width space and joiners, soft hyphen, BOM, C0 controls) go first
+    assert norm("\ufeffZero\u200bwidth soft\u00adhyphen a\x01b 한\u200d국\tend") == "zerowidth softhyphen ab 한국 end"
+    assert norm("`\u200b`x") == '"x'  # before the quote replacement
     for line in corpus_lines["moby"][::3] + corpus_lines["ko"]:
         assert norm(line) == _official_preprocess(line)
 
@@ -91,6 +94,9 @@ def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_d
     # Special token strings in the text (fill-mask input) map to their ids in both.
     masked = ["Call me [MASK].", "the [MASK]whale<pad><pad>", "[CLS] a [SEP] b [SEP]", "<unk>[MASK]", "x [mask]"]
     assert tok.encode_batch(masked) == hf(masked, add_special_tokens=False)["input_ids"]
+    invisible = ["Zero\u200bwidth", "soft\u00adhyphen\ufeff", "a\x01b\x7f c", "`\u200b`quoted\u200e''", "국\u200d가"]
+    assert tok.encode_batch(invisible) == hf(invisible, add_special_tokens=False)["input_ids"]
+    assert tok.unk_id not in sum(tok.encode_batch(invisible), [])
     assert tok.encode("Call me [MASK]") == [*tok.encode("Call me"), tok.mask_id]
 
 
@@ -159,6 +165,7 @@ def test_word_start_mask(tok):
 def test_offsets_point_into_the_original_text(tok, corpus_lines):
     lines = [line for line in corpus_lines["moby"][::5] + corpus_lines["ko"][::3] if line.strip()]
     lines += ["  Café  NAÏVE ``quoted'' text, 3.0, ok", unicodedata.normalize("NFD", "대한민국은 민주공화국이다.")]
+    lines += ["Zero\u200bwidth soft\u00adhyphen\ufeff, a\x01b", "대한\u200b민국"]
     for text in lines:
         ids, offsets = tok.encode_with_offsets(text)
         assert ids == tok.encode(text)
@@ -191,6 +198,14 @@ def test_train_cli_and_errors(tmp_path, shared_data, capsys):
         train_tokenizer([tmp_path / "nothing-here"], out)
     with pytest.raises(FileNotFoundError, match="spiece.model"):
         Tokenizer.load(tmp_path)
+    # files of different tokenizers in one directory, and a damaged model, are named
+    (again.dir / "spiece.model").write_bytes((tmp_path / "full" / "spiece.model").read_bytes())
+    with pytest.raises(ValueError, match=r"again/spiece.model does not match .*litebert_tokenizer.json"):
+        Tokenizer.load(again.dir)
+    (tmp_path / "full" / "litebert_tokenizer.json").unlink()
+    (tmp_path / "full" / "spiece.model").write_bytes(b"\x01not a model" * 50)
+    with pytest.raises(ValueError, match=r"full/spiece.model: not a SentencePiece model"):
+        Tokenizer.load(tmp_path / "full")
     long = tmp_path / "long.txt"
     long.write_text(" ".join(f"word{i} and more words." for i in range(4000)) + "\n")  # one ~100 KB line
     with pytest.raises(ValueError, match=r"1 sentence\(s\) longer than max_sentence_length=16,384 bytes left out"):

@@ -1,7 +1,10 @@
 """Text normalisation of the official ALBERT code (tokenization.preprocess_text), kept Hangul-safe and fast.
 
-Collapse whitespace, ``/'' -> ", NFKD, drop combining marks (canonical combining class != 0, as the official
-code), recompose with NFC (so Hangul syllables, which NFKD splits into jamo, come back whole), lowercase.
+Drop control and format characters (Unicode Cc/Cf that are not whitespace: zero-width spaces and joiners, soft
+hyphens, byte-order marks, bidi controls; BERT's _clean_text does the same, and the official ALBERT vocabulary's
+nmt_nfkc rule most of it), collapse whitespace, ``/'' -> ", NFKD, drop combining marks (canonical combining
+class != 0, as the official code), recompose with NFC (so Hangul syllables, which NFKD splits into jamo, come
+back whole), lowercase.
 litebert.vocab writes the same steps into transformers' tokenizer.json; `normalize_aligned` keeps, for every
 output character, the span of the input it came from (offsets for span QA).
 """
@@ -18,6 +21,26 @@ from functools import cache
 def combining_marks() -> dict[int, None]:
     """Code points with a non-zero canonical combining class: what preprocess_text drops after NFKD."""
     return {cp: None for cp in range(0x20000) if unicodedata.combining(chr(cp))}  # none above U+1FFFF
+
+
+@cache
+def invisible_chars() -> list[int]:
+    """Control and format code points (Cc, Cf) that are not whitespace: dropped before anything else."""
+    return [cp for cp in range(0x110000) if unicodedata.category(chr(cp)) in ("Cc", "Cf") and not chr(cp).isspace()]
+
+
+@cache
+def _invisible():
+    """(search, translate table) for `invisible_chars`."""
+    cps = invisible_chars()
+    return re.compile(char_class(cps)).search, dict.fromkeys(cps)
+
+
+def drop_invisible(text: str) -> str:
+    if text.isprintable():  # the usual case, checked in C: no Cc/Cf (nor other non-printing) character
+        return text
+    search, table = _invisible()
+    return text.translate(table) if search(text) else text
 
 
 @cache
@@ -70,6 +93,7 @@ class Normalizer:
     strip_accents: bool = True
 
     def __call__(self, text: str) -> str:
+        text = drop_invisible(text)
         if "`" in text or "''" in text:
             text = text.replace("``", '"').replace("''", '"')
         if text.isascii():  # fast path: NFKD and NFC are the identity on ASCII
@@ -78,6 +102,7 @@ class Normalizer:
 
     def transform(self, text: str) -> str:
         """Everything but the quote replacement and the whitespace collapse."""
+        text = drop_invisible(text)
         if self.strip_accents and _unstable_char()(text):
             text = unicodedata.normalize("NFKD", text).translate(combining_marks())
             text = unicodedata.normalize("NFC", text)

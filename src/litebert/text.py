@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,9 +189,10 @@ def read_documents(
 
 def _documents(files: list[Path], report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
     for path in files:
-        if _is_binary(path):
+        why = _not_text(path)
+        if why:
             report.skipped += 1
-            report.note(f"{path}: skipped, looks like a binary file (NUL bytes or mostly invalid UTF-8)")
+            report.note(f"{path}: skipped, {why}")
             continue
         report.files += 1
         reader = _jsonl_documents if _base_suffix(path) in _JSONL_SUFFIXES else _text_documents
@@ -215,20 +217,23 @@ def _open(path: Path):
     return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
 
 
-def _is_binary(path: Path) -> bool:
+def _not_text(path: Path) -> str | None:
+    """Why `path` is not UTF-8 text (None when it is)."""
     try:
         with _open(path) as f:
             head = f.read(8192)
-    except (OSError, EOFError) as exc:  # a corrupt .gz is reported like a binary file
+    except (OSError, EOFError, zlib.error) as exc:  # a corrupt .gz
         raise ValueError(f"{path}: cannot read: {exc}") from exc
-    if b"\x00" in head:
-        return True
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8)"
     bad = head[:-4].decode("utf-8", errors="replace").count("\ufffd")
-    return len(head) > 64 and bad > len(head) // 10
+    if b"\x00" in head or (len(head) > 64 and bad > len(head) // 10):
+        return "looks like a binary file (NUL bytes or mostly invalid UTF-8)"
+    return None
 
 
-def _decode(data: bytes, offset: int, path: Path, report: TextReport) -> str:
-    """UTF-8 decode; each invalid sequence becomes U+FFFD and is reported with its byte offset in the file."""
+def _decode(data: bytes, offset: int, path: Path, report: TextReport, line: int) -> str:
+    """UTF-8 decode; each invalid sequence becomes U+FFFD and is reported with its line and byte offset."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -241,7 +246,7 @@ def _decode(data: bytes, offset: int, path: Path, report: TextReport) -> str:
         except UnicodeDecodeError as exc:
             out.append(data[pos : pos + exc.start].decode("utf-8") + "\ufffd")
             report.invalid_bytes += 1
-            report.note(f"{path}: invalid UTF-8 at byte offset {offset + pos + exc.start}, replaced")
+            report.note(f"{path}:{line}: invalid UTF-8 at byte offset {offset + pos + exc.start}, replaced")
             pos += exc.end
 
 
@@ -265,15 +270,18 @@ def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, st
         else:
             pos = 3
         while True:
-            data = f.readline(chunk)
+            try:
+                data = f.readline(chunk)
+            except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz
+                raise ValueError(f"{path}: cannot read past line {line_no}: {exc}") from exc
             if not data:
                 if carry:
-                    yield line_no, _decode(carry, pos, path, report), True
+                    yield line_no, _decode(carry, pos, path, report, line_no), True
                 return
             data = carry + data
             complete = data.endswith(b"\n")
             data, carry = (data, b"") if complete else _split_incomplete(data)
-            text = _decode(data, pos, path, report)
+            text = _decode(data, pos, path, report, line_no)
             pos += len(data)
             yield line_no, (text.rstrip("\r\n") if complete else text), complete
             line_no += complete

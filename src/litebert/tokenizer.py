@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import sentencepiece as spm
@@ -95,7 +96,17 @@ class Tokenizer:
         if not model.is_file():
             raise FileNotFoundError(f"no {MODEL_FILE} in tokenizer directory {directory}")
         settings = _read_settings(directory)
-        return cls(model.read_bytes(), Normalizer(**settings), directory)
+        proto = model.read_bytes()
+        expected = settings.pop("model_sha256", None)
+        if expected is not None and hashlib.sha256(proto).hexdigest() != expected:
+            raise ValueError(
+                f"{model} does not match {directory / SETTINGS_FILE} (its model_sha256 differs): the two files "
+                "come from different tokenizers"
+            )
+        try:
+            return cls(proto, Normalizer(**settings), directory)
+        except RuntimeError as exc:  # sentencepiece's parse error
+            raise ValueError(f"{model}: not a SentencePiece model ({exc})") from None
 
     # -- vocabulary -------------------------------------------------------------------------------------------
     @property
@@ -118,7 +129,10 @@ class Tokenizer:
 
     @cached_property
     def word_start_mask(self) -> np.ndarray:
-        """True where a piece starts a word (official _is_start_piece: "▁" prefix, punctuation, special)."""
+        """True where a piece starts a word: a "▁" prefix, punctuation or symbols only, or a special piece (the
+        design notes' rule). The official _is_start_piece also starts a word at every piece holding a character
+        outside a-z (digits, Hangul, any non-Latin script), so it masks such text piece by piece; here a
+        space-separated word (a Korean eojeol, a number) is masked whole, as an English word is."""
         mask = np.zeros(self.vocab_size, dtype=bool)
         for i, piece in enumerate(self.pieces):
             mask[i] = (
@@ -263,7 +277,7 @@ def _split_digit_comma_offsets(tok: Tokenizer, ids: list[int], offsets: list[tup
     return out_ids, out_offsets
 
 
-def _read_settings(directory: Path) -> dict[str, bool]:
+def _read_settings(directory: Path) -> dict[str, Any]:
     """litebert's settings file, else transformers' tokenizer_config.json flags, else ALBERT's defaults."""
     path = directory / SETTINGS_FILE
     if path.is_file():
@@ -271,7 +285,8 @@ def _read_settings(directory: Path) -> dict[str, bool]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-        return {"do_lower_case": bool(data["do_lower_case"]), "strip_accents": bool(data["strip_accents"])}
+        out = {"do_lower_case": bool(data["do_lower_case"]), "strip_accents": bool(data["strip_accents"])}
+        return out | ({"model_sha256": data["model_sha256"]} if "model_sha256" in data else {})
     path = directory / "tokenizer_config.json"
     if path.is_file():
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -383,7 +398,9 @@ def write_settings(tok: Tokenizer, **extra) -> None:
         "vocab_size": tok.vocab_size,
         "do_lower_case": tok.normalizer.do_lower_case,
         "strip_accents": tok.normalizer.strip_accents,
-        "normalization": "collapse whitespace; `` and '' -> \"; NFKD, drop combining marks, NFC; lowercase",
+        "normalization": (
+            "drop Cc/Cf characters; collapse whitespace; `` and '' -> \"; NFKD, drop combining marks, NFC; lowercase"
+        ),
         "special_tokens": SPECIAL_TOKENS,
         **extra,
     }

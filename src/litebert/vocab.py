@@ -19,14 +19,15 @@ from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers,
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers.models import Unigram
 
-from litebert.normalize import char_class, combining_marks
+from litebert.normalize import char_class, combining_marks, invisible_chars
 from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
 
 
 def hf_normalizer(tok: Tokenizer, charsmap: bytes = b"") -> normalizers.Normalizer:
     """litebert's Normalizer, then sentencepiece's own rule (`charsmap`; empty for the "identity" rule of
     litebert-trained models, nmt_nfkc for the official ALBERT vocab) as a tokenizers normaliser sequence."""
-    steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+    steps = [normalizers.Replace(Regex(char_class(invisible_chars(), oniguruma=True)), "")]
+    steps += [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
     if tok.normalizer.strip_accents:
         # Python's unicodedata.combining (what preprocess_text drops) as an explicit class; tokenizers'
         # StripAccents uses the Mark categories instead, which differ (e.g. spacing marks of Indic scripts).

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -259,6 +260,12 @@ def build(
     copy_tokenizer(Path(tokenizer_dir), out / TOKENIZER_DIR)
     manifest = _manifest(identity, vocab, token_dtype, out, totals)
     write_json(out / MANIFEST, manifest)
+    if config.eval_fraction > 0 and not manifest["splits"]["eval"]["examples"]:
+        warnings.warn(
+            f"{out}: the held-out split is empty: none of the {totals['documents']:,} documents was drawn for it "
+            f"(eval_fraction {config.eval_fraction}); a file without blank lines is one document (see ReadConfig)",
+            stacklevel=2,
+        )
     return manifest
 
 

@@ -3,7 +3,9 @@
 The rules follow PAPER.md §3 and google-research/albert create_pretraining_data.py:
 
 * candidates are whole words: a piece starts a word when the tokenizer's word-start mask says so ("▁" prefix,
-  punctuation, special symbol); [CLS]/[SEP] are never candidates;
+  punctuation, special symbol, as PAPER.md §3 defines it; unlike the official _is_start_piece, a piece with
+  digits or non-Latin letters does not start a word by itself, so a Korean word is masked whole); [CLS]/[SEP]
+  are never candidates;
 * budget ``num_to_predict = min(max_predictions, max(1, round(len(tokens) * prob)))`` (none at all when prob
   is 0, as the official early return);
 * span lengths n in 1..max_ngram words with p(n) ∝ 1/n (favor_shorter_ngram), drawn for every word start,
@@ -44,7 +46,7 @@ class MaskedBatch:
     """Masks of a flat batch of sequences (example k is ``input_ids[offsets[k]:offsets[k+1]]``).
 
     ``positions``/``labels`` are (N, max_predictions), positions relative to each example, padded with 0 / -100.
-    ``ngrams[k, j]`` counts accepted spans of j+1 words in example k; ``unforced`` counts those whose length
+    ``ngrams[k, j]`` counts accepted spans of j+1 words in example k; ``unforced`` counts the drawn lengths
     neither the budget (room left for the longest span at that start) nor the segment's end (max_ngram words
     left) could shape, so statistics can report the n-gram distribution "when the budget does not bind".
     """
@@ -212,12 +214,14 @@ class _Plan:
         while n > 1 and used + sizes[at + n - 1] > limit:  # back off to shorter n near the budget
             n -= 1
         size = sizes[at + n - 1]
+        # Counted drawn, not accepted: longer spans overlap masked words more often, so the accepted ones would
+        # understate them against 1/n.
+        self.unforced[k][n - 1] += free
         if used + size > limit or any(self.covered[w : w + n]):  # over budget, or overlaps a masked word
             return used
         self.covered[w : w + n] = b"\x01" * n
         self.spans.append((w, n))
         self.ngrams[k][n - 1] += 1
-        self.unforced[k][n - 1] += free
         return used + size
 
 

@@ -53,7 +53,7 @@ class DataStats:
             else "pair labels: none (objective 'none')",
             f"masked: {self.masked_fraction:.2%} of non-special tokens, {self.predictions_per_example:.1f} per example",
             "n-gram spans: " + ", ".join(f"{n + 1}: {s:.1%}" for n, s in enumerate(self.ngram_shares)),
-            "  where the budget did not bind: "
+            "  lengths drawn where the budget did not bind: "
             + ", ".join(f"{n + 1}: {s:.1%}" for n, s in enumerate(self.ngram_shares_free))
             + "  (p(n) ∝ 1/n: "
             + ", ".join(f"{w:.1%}" for w in _harmonic(len(self.ngram_shares_free)))
