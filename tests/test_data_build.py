@@ -209,3 +209,14 @@ def test_output_inside_the_corpus_and_a_changed_corpus(tokenizer_dir, tmp_path):
     with pytest.raises(ValueError, match=r"other corpus .*, settings \(seed: 12345 -> 5\)"):
         build([corpus / "a.txt"], tokenizer_dir, tmp_path / "data", _config(max_seq_length=32, eval_fraction=0.0,
                                                                             seed=5), progress=False)  # fmt: skip
+
+
+def test_a_file_without_blank_lines_is_cut_into_window_sized_documents(tokenizer_dir, tmp_path):
+    """A window holds dupe_factor passes of its examples, so a document longer than a window is cut to its size
+    (else one blank-line-free file would be one window, and memory would grow with the file)."""
+    flat = tmp_path / "flat.txt"
+    flat.write_text("".join(f"Sentence number {i} of a file without blank lines.\n" for i in range(2000)))
+    manifest = build([flat], tokenizer_dir, tmp_path / "out", _config(window_chars=20_000, eval_fraction=0.0),
+                     read_config=ReadConfig(split=False), progress=False)  # fmt: skip
+    assert manifest["documents"]["train"] == 6 and manifest["windows"] == 6  # ~100k characters / 20k
+    assert manifest["sentences"] == 2000

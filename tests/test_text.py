@@ -128,6 +128,18 @@ def test_binary_file_is_skipped_with_its_name(tmp_path):
         list(read_documents([binary]))
 
 
+def test_a_document_without_end_is_cut_to_bound_memory(tmp_path):
+    """One sentence per line and no blank line: the whole file would be one document held in memory."""
+    path = tmp_path / "flat.txt"
+    path.write_text("".join(f"Sentence number {i} is here.\n" for i in range(1000)))  # ~27k characters
+    report = TextReport()
+    docs = list(read_documents([path], report=report, config=ReadConfig(split=False, max_document_chars=5000)))
+    assert [s for d in docs for s in d] == [f"Sentence number {i} is here." for i in range(1000)]  # nothing lost
+    assert len(docs) == 6 and all(5000 <= sum(map(len, d)) < 5100 for d in docs[:-1])
+    assert f"{path}:183: document cut after 5,014 characters" in report.messages[0]  # 10 x 26 + 90 x 27 + 83 x 28
+    assert len(list(read_documents([path], config=ReadConfig(split=False)))) == 1  # the default cap is 4M
+
+
 def test_utf16_and_truncated_gzip_are_named(tmp_path):
     import gzip
 
@@ -159,9 +171,11 @@ def test_ten_megabyte_line_without_newline(tmp_path):
     path.write_text(sentence * 200_000 + "T" + "x" * 500_000)  # ~10.7 MB, no newline at all
     report = TextReport()
     docs = list(read_documents([path], report=report))
-    sents = docs[0]
-    assert len(docs) == 1 and len(sents) == 200_001
-    assert sents[0] == sentence.strip() and sents[-1] == "T" + "x" * 500_000
+    sents = [s for d in docs for s in d]
+    assert len(sents) == 200_001 and sents[0] == sentence.strip() and sents[-1] == "T" + "x" * 500_000
+    # one 10.7M-character document is cut at sentence ends into pieces of about max_document_chars
+    assert len(docs) == 3 and all(4_000_000 <= sum(map(len, d)) < 4_000_000 + 2**21 for d in docs[:2])
+    assert "document cut after" in report.messages[0]
 
 
 def test_long_line_unsplit_goes_out_in_pieces_that_end_at_sentence_ends(tmp_path):

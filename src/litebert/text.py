@@ -54,12 +54,17 @@ class ReadConfig:
     text_field: str = "text"  # the field holding the text in .jsonl records
     language: str | None = None  # sentencex language; None: "ko" for paragraphs with Hangul, else "en"
     chunk_bytes: int = 1 << 20  # longest read at once; longer lines are read and split in pieces
+    # A document is held whole in memory (pairs are drawn within it), so one longer than this is cut at the next
+    # sentence or line end, and the cut is reported: a file with no blank lines at all stays flat in memory.
+    max_document_chars: int = 4_000_000
 
     def __post_init__(self) -> None:
         if self.documents not in ("blank_line", "file"):
             raise ValueError(f"ReadConfig.documents must be 'blank_line' or 'file', got {self.documents!r}")
         if self.chunk_bytes < 1024:
             raise ValueError(f"ReadConfig.chunk_bytes must be >= 1024, got {self.chunk_bytes}")
+        if self.max_document_chars < 1024:
+            raise ValueError(f"ReadConfig.max_document_chars must be >= 1024, got {self.max_document_chars}")
         if not self.text_field:
             raise ValueError("ReadConfig.text_field must be a non-empty field name")
         if self.blank_lines_wrap and self.documents != "file":
@@ -319,14 +324,16 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
         limit = len(pending) + cfg.chunk_bytes
 
     continuing = False  # the previous piece was an unfinished long line
-    for _, text, complete in _lines(path, report, cfg.chunk_bytes):
+    size = 0  # characters in doc so far (checked only when doc grows: sum over doc[size_from:])
+    size_from = 0
+    for line_no, text, complete in _lines(path, report, cfg.chunk_bytes):
         if complete and not continuing and not text.strip():
             if cfg.blank_lines_wrap:
                 continue  # a wrap, joined like any other line
             flush(True)
             if cfg.documents == "blank_line" and doc:
                 yield doc
-                doc = []
+                doc, size, size_from = [], 0, 0
             continue
         joined = cfg.join_lines or cfg.blank_lines_wrap
         pending += " " + text if joined and pending and not continuing else text
@@ -335,6 +342,13 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
             flush(True)
         elif len(pending) > limit:
             flush(False)
+        if len(doc) > size_from:
+            size += sum(map(len, doc[size_from:]))
+            size_from = len(doc)
+            if size >= cfg.max_document_chars:
+                report.note(f"{path}:{line_no}: document cut after {size:,} characters (max_document_chars)")
+                yield doc
+                doc, size, size_from = [], 0, 0
     flush(True)
     if doc:
         yield doc

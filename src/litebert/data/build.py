@@ -248,7 +248,10 @@ def build(
         for s in SPLITS
     }
     # Documents go to the workers unsplit: sentence splitting is pure Python and must run in parallel.
-    docs = read_documents(corpus, config=ReadConfig(**{**asdict(read), "split": False}), exclude=[out])
+    # A window holds dupe_factor passes of its examples: documents longer than a window are cut to its size.
+    cap = min(read.max_document_chars, max(config.window_chars, 1024))
+    docs = read_documents(corpus, config=ReadConfig(**{**asdict(read), "split": False, "max_document_chars": cap}),
+                          exclude=[out])  # fmt: skip
     init = (str(tokenizer_dir), config, read, tok)
     with open(out / WINDOWS, "a") as log:
         results = _results(_windows(docs, config.window_chars), skip, workers, init)
