@@ -115,6 +115,17 @@ def test_none_packs_whole_sentences_without_labels(docs):
     sent_len = np.diff(docs.sent_offsets)
     at_sentence = np.isin(pairs.a0, docs.sent_offsets)
     assert at_sentence.mean() > 0.95 or (sent_len > 62).any()
+    # ...and run across document ends (RoBERTa's FULL-SENTENCES), so nearly all are close to full length.
+    doc_ends = docs.sent_offsets[docs.doc_offsets[1:]]
+    assert ((pairs.a0[:, None] < doc_ends) & (doc_ends < pairs.a1[:, None])).any(1).sum() >= len(docs) // 2
+    assert np.median(lengths) >= 48  # Moby-Dick sentences are long: whole-sentence packs leave some room
+
+
+def test_separators_between_documents():
+    docs = Documents.from_lists([[[5, 6], [7]], [[8, 9, 10]], [[11]]])
+    sep = docs.with_separators(SEP)
+    assert sep.tokens.tolist() == [5, 6, 7, SEP, 8, 9, 10, SEP, 11, SEP]
+    assert sep.sent_offsets.tolist() == [0, 2, 4, 8, 10] and sep.doc_offsets.tolist() == docs.doc_offsets.tolist()
 
 
 def test_bad_documents_one_sentence_empty_and_overlong():

@@ -110,6 +110,8 @@ def make_examples(
             **_empty_masks(config),
         )
     shuffled = docs.select(pair_rng.permutation(len(docs)))
+    if config.objective == "none":  # packs run across documents, with a [SEP] between them
+        shuffled = shuffled.with_separators(vocab.sep_id)
     all_pairs = [
         create_pairs(
             shuffled,
@@ -121,6 +123,9 @@ def make_examples(
         for _ in range(passes)
     ]
     pairs = Pairs(**{f: np.concatenate([getattr(p, f) for p in all_pairs]) for f in Pairs.FIELDS})
+    if config.objective == "none":  # a pack that ends at a document's end leaves out its separator
+        pairs.a1 -= shuffled.tokens[pairs.a1 - 1] == vocab.sep_id
+        pairs = pairs.take(np.flatnonzero(pairs.a1 > pairs.a0))
     pairs = pairs.take(pair_rng.permutation(len(pairs)))
     # Lay out and mask CHUNK examples at a time: the per-token temporaries stay small even for a window with
     # dupe_factor 40; the chunks draw from one generator in order, so the result is deterministic.

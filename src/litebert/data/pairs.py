@@ -13,7 +13,8 @@ google-research/albert create_pretraining_data.py:
 * NSP (random_next_sentence): with p 0.5 B comes from a random other document (label 1) and the chunk's unused
   sentences are put back; else the true continuation (label 0);
 * truncate_seq_pair trims the longer segment (ties: B), one token at a time from the front or back with p 0.5;
-* "none" (RoBERTa's DOC-SENTENCES): whole sentences packed up to max_seq_length - 2, no pair label.
+* "none" (RoBERTa's FULL-SENTENCES): whole sentences packed up to max_seq_length - 2 across document ends, no
+  pair label; the caller puts a [SEP] between documents (``Documents.with_separators``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,19 @@ class Documents:
             tokens=tokens,
             sent_offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
             doc_offsets=np.concatenate(([0], np.cumsum(n_sent))).astype(np.int64),
+        )
+
+    def with_separators(self, sep_id: int) -> Documents:
+        """The same documents with ``sep_id`` appended to the last sentence of each (objective "none" packs across
+        documents with a separator between them, as RoBERTa's FULL-SENTENCES)."""
+        ends = self.sent_offsets[self.doc_offsets[1:]]  # token index where each document ends
+        last = np.zeros(len(self.sent_offsets) - 1, dtype=np.int64)
+        last[self.doc_offsets[1:] - 1] = 1
+        lengths = np.diff(self.sent_offsets) + last
+        return Documents(
+            tokens=np.insert(self.tokens, ends, np.int32(sep_id)),
+            sent_offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+            doc_offsets=self.doc_offsets.copy(),
         )
 
     def __len__(self) -> int:
@@ -195,15 +209,15 @@ def document_pairs(
     return rows
 
 
-def document_packs(docs: Documents, d: int, *, max_seq_length: int) -> list[tuple[int, ...]]:
-    """Objective "none": whole sentences packed greedily up to max_seq_length - 2 tokens, never across
-    documents (RoBERTa's DOC-SENTENCES); a sentence longer than that is cut into full-length pieces."""
+def sentence_packs(docs: Documents, *, max_seq_length: int) -> list[tuple[int, ...]]:
+    """Objective "none": the sentences of all documents, in order, packed greedily up to max_seq_length - 2
+    tokens across document ends (RoBERTa's FULL-SENTENCES); a sentence longer than that is cut into full-length
+    pieces. The packs tile the token array exactly once."""
     limit = max_seq_length - 2
     offs = docs.sent_offsets
-    s0, s1 = int(docs.doc_offsets[d]), int(docs.doc_offsets[d + 1])
     rows: list[tuple[int, ...]] = []
-    start = int(offs[s0])
-    for s in range(s0, s1):
+    start = 0
+    for s in range(len(offs) - 1):
         end = int(offs[s + 1])
         if end - start <= limit:
             continue
@@ -213,8 +227,8 @@ def document_packs(docs: Documents, d: int, *, max_seq_length: int) -> list[tupl
         while end - start > limit:  # an over-long sentence: full-length pieces
             rows.append((start, start + limit, 0, 0, NO_LABEL, limit, 0))
             start += limit
-    if int(offs[s1]) > start:
-        rows.append((start, int(offs[s1]), 0, 0, NO_LABEL, limit, 0))
+    if int(offs[-1]) > start:
+        rows.append((start, int(offs[-1]), 0, 0, NO_LABEL, limit, 0))
     return rows
 
 
@@ -227,16 +241,15 @@ def create_pairs(
     objective: str,
 ) -> Pairs:
     """One pass over all documents in their given order (the caller shuffles them and repeats for dupe_factor)."""
+    if objective == "none":
+        return Pairs.from_rows(sentence_packs(docs, max_seq_length=max_seq_length))
     rows: list[tuple[int, ...]] = []
     for d in range(len(docs)):
-        if objective == "none":
-            rows.extend(document_packs(docs, d, max_seq_length=max_seq_length))
-        else:
-            rows.extend(
-                document_pairs(
-                    docs, d, rng, max_seq_length=max_seq_length, short_seq_prob=short_seq_prob, objective=objective
-                )
+        rows.extend(
+            document_pairs(
+                docs, d, rng, max_seq_length=max_seq_length, short_seq_prob=short_seq_prob, objective=objective
             )
+        )
     return Pairs.from_rows(rows)
 
 
