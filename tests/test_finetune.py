@@ -196,11 +196,23 @@ def test_predict_ignores_labels_it_was_not_trained_on(model_dir, tmp_path):
     new = tmp_path / "new.tsv"
     new.write_text("sentence\tlabel\nhello world\t2\nfine\t\n")  # an unseen class and an empty label
     assert [p["line"] for p in predict(tmp_path / "best", new)] == [2, 3]
+    # a test file whose text column has another name (GLUE test files: index, sentence)
+    test = tmp_path / "test.tsv"
+    test.write_text("index\ttext\n0\thello world\n1\tfine\n")
+    assert [p["line"] for p in predict(tmp_path / "best", test, text_columns=["text"])] == [2, 3]
+    with pytest.raises(ValueError, match=r"trained on 1 text column\(s\) \['sentence'\]"):
+        predict(tmp_path / "best", test, text_columns=["index", "text"])
     conll = str(FIXTURES / "conll2003.txt")
     finetune(_cfg(model_dir, tmp_path / "t", task="token-classification", train=conll, dev=conll, max_steps=1))
     tagged = tmp_path / "tagged.txt"
     tagged.write_text("Anna B-NEWTAG\nvisited O\n")
     assert len(predict(tmp_path / "t" / "best", tagged)[0]["tags"]) == 2
+    with pytest.raises(ValueError, match="the token-classification task does not read table columns"):
+        predict(tmp_path / "t" / "best", tagged, text_columns=["x"])
+    untagged = tmp_path / "untagged.txt"
+    untagged.write_text("Anna B-PER\nvisited O\n\nno\ntags\n")
+    with pytest.raises(ValueError, match=r"untagged.txt: line 4: a sentence without tags"):
+        evaluate(tmp_path / "t" / "best", untagged)
 
 
 def test_answer_not_in_context_is_counted_and_long_text_truncation_reported(model_dir, tmp_path):

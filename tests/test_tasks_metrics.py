@@ -40,6 +40,11 @@ def test_pearson_and_spearman_with_ties():
     assert metrics.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(4.5 / math.sqrt(22.5))
     assert metrics.spearman([1, 2, 3], [30, 20, 10]) == pytest.approx(-1.0)
     assert metrics.pearson([1, 1, 1], [1, 2, 3]) == 0.0
+    # extreme scales neither overflow nor underflow; NaN input gives NaN (scipy's answer), never a rank
+    assert metrics.pearson([1e-200, 2e-200, 3e-200], [1, 2, 3]) == pytest.approx(1.0)
+    assert metrics.pearson([1e200, 2e200, 4e200], [1e200, 2e200, 4e200]) == pytest.approx(1.0)
+    assert math.isnan(metrics.spearman([1, float("nan"), 3], [1, 2, 3]))
+    assert math.isnan(metrics.pearson([1, float("nan"), 3], [1, 2, 3]))
 
 
 def test_bad_shapes_are_errors():

@@ -167,3 +167,39 @@ def test_short_rows_holding_the_needed_columns_and_an_empty_file(tmp_path):
     path.write_text("")
     with pytest.raises(ValueError, match="t.csv: empty file"):
         read_labeled_table(path, ("text",), "label")
+
+
+def test_what_real_files_hold_reads_or_is_named(tmp_path):
+    """Inputs met in GLUE, SICK, MRPC, CoNLL and RACE downloads: each reads right or fails naming file and line."""
+    # an empty label is an error, not a class of its own; an empty text is counted where it is encoded
+    (tmp_path / "a.tsv").write_text("sentence\tlabel\ngood film\t1\nno label here\t\n")
+    with pytest.raises(ValueError, match=r"a.tsv: line 3: empty label in column 'label'"):
+        read_labeled_table(tmp_path / "a.tsv", ("sentence",), "label")
+    # bytes that are not UTF-8 name their line
+    (tmp_path / "b.tsv").write_bytes(b"sentence\tlabel\ngood\t1\ncaf\xe9\t0\n")
+    with pytest.raises(ValueError, match=r"b.tsv: line 3: not UTF-8 \(byte 4 of the line\)"):
+        read_labeled_table(tmp_path / "b.tsv", ("sentence",), "label")
+    # a long document in one field (past csv's 128 KiB default); a line of spaces is a blank line
+    (tmp_path / "c.csv").write_text("text,label\n" + "word " * 40_000 + ",1\n   \nshort,0\n")
+    with pytest.warns(UserWarning, match=r"c.csv: 1 blank line\(s\) skipped \(first: line 3\)"):
+        rows = read_labeled_table(tmp_path / "c.csv", ("text",), "label")
+    assert [len(r.texts[0]) for r in rows] == [200_000, 5] and rows[1].line == 4
+    # SICK.txt / msr_paraphrase_train.txt: tab-separated under a .txt name
+    (tmp_path / "SICK.txt").write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\n1\tA, b\tC d\t4.5\n")
+    rows = read_labeled_table(tmp_path / "SICK.txt", ("sentence_A", "sentence_B"), "relatedness_score", regression=True)
+    assert rows[0].texts == ("A, b", "C d") and rows[0].label == 4.5
+    # a CSV record over several lines is named by its first line
+    (tmp_path / "d.csv").write_text('text,label\n"one\ntwo\nthree",1\nfour,0\n')
+    assert [r.line for r in read_labeled_table(tmp_path / "d.csv", ("text",), "label")] == [2, 5]
+    # CoNLL: a no-break space is part of a word; an untagged sentence in a training file names its line
+    (tmp_path / "e.conll").write_text("10\u00a0000\tB-NUM\nwhales\tO\n")
+    assert read_conll(tmp_path / "e.conll")[0].words == ["10\u00a0000", "whales"]
+    # RACE as JSON lines whose text holds U+2028 (json.dumps writes it raw), and a bad pretty-printed file
+    obj = {"article": "Line\u2028sep.", "questions": ["Q?"], "options": [["a", "b", "c", "d"]], "answers": ["A"]}
+    (tmp_path / "r.jsonl").write_text(json.dumps(obj, ensure_ascii=False) + "\n" + json.dumps(obj) + "\n")
+    assert len(read_race(tmp_path / "r.jsonl")) == 2
+    pretty = json.dumps([obj], indent=2).splitlines()
+    pretty[4] += ","  # a trailing comma on line 5
+    (tmp_path / "p.json").write_text("\n".join(pretty) + "\n")
+    with pytest.raises(ValueError, match=r"p.json: line 6: invalid JSON"):
+        read_race(tmp_path / "p.json")

@@ -16,7 +16,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -339,9 +339,27 @@ def evaluate(directory: str | Path, data_path: str | Path, task: str | None = No
     }
 
 
-def predict(directory: str | Path, data_path: str | Path, out: str | Path | None = None) -> Any:
-    """Predictions of a fine-tuned model for every input of a file (labels not needed); optionally to JSON."""
+def predict(
+    directory: str | Path,
+    data_path: str | Path,
+    out: str | Path | None = None,
+    *,
+    text_columns: Sequence[str] | None = None,
+) -> Any:
+    """Predictions of a fine-tuned model for every input of a file (labels not needed); optionally to JSON.
+    `text_columns` names the text columns of this file when they differ from the training file's (GLUE's
+    test files: `index,sentence` where training had no header); as many as in training."""
     ft = load_finetuned(directory)
+    if text_columns is not None:
+        trained = ft.config.text_columns or ()
+        if not trained:
+            raise ValueError(f"text_columns: the {ft.config.task} task does not read table columns")
+        if len(text_columns) != len(trained):
+            raise ValueError(
+                f"text_columns {list(text_columns)}: the model was trained on {len(trained)} text column(s) "
+                f"{list(trained)}"
+            )
+        ft.config.text_columns = tuple(text_columns)
     data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="predict")
     data.report.warn()
     outputs = run_model(ft.model, data, ft.task.pad_values(ft.tokenizer), ft.config.eval_batch_size, _device(ft.config))

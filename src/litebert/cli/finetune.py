@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--init", required=True, help="fine-tuned model dir (OUT/best)")
     r.add_argument("--data", required=True, help="input file in the task's format (labels optional)")
     r.add_argument("--out", required=True, help="predictions JSON (SQuAD: question id -> answer text)")
+    r.add_argument("--text-columns", help="this file's text columns, when not the training file's (comma-separated)")
     r.set_defaults(func=_predict)
 
     m = sub.add_parser("embed", help="mean-pooled embeddings of each line of a text file, saved as .npy")
@@ -92,7 +93,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from litebert.finetune import predict
 
-    preds = predict(args.init, args.data, args.out)
+    columns = tuple(c.strip() for c in args.text_columns.split(",")) if args.text_columns else None
+    preds = predict(args.init, args.data, args.out, text_columns=columns)
     print(json.dumps({"predictions": len(preds), "out": args.out}))
     return 0
 

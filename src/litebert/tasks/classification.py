@@ -49,6 +49,8 @@ def read_labeled_table(
                     raise ValueError(f"{path}: line {line}: label {raw!r} is not a number") from None
                 if not math.isfinite(label):
                     raise ValueError(f"{path}: line {line}: label {raw!r} is not a finite number")
+            elif not raw:
+                raise ValueError(f"{path}: line {line}: empty label in column {label_column!r}")
             else:
                 label = raw
         out.append(TextExample(texts=tuple(row[c] for c in text_columns), label=label, line=line))
@@ -66,6 +68,8 @@ def featurize(
         a = tok.encode(ex.texts[0])
         b = tok.encode(ex.texts[1]) if len(ex.texts) > 1 else None
         ids, types, removed = pack_pair(tok, a, b, max_len)
+        if not a and not b:
+            report.add("empty text (the input is [CLS] [SEP] alone)", f"line {ex.line}")
         if removed:
             report.add(f"truncated to max_seq_length={max_len}", f"line {ex.line}")
         feats.append({"input_ids": ids, "token_type_ids": types, "attention_mask": np.ones_like(ids)})

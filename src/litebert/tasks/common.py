@@ -60,23 +60,72 @@ class Report:
         return dict(sorted(self.counts.items()))
 
 
-def open_text(path: str | Path) -> io.TextIOBase:
-    """Open a UTF-8 text file, transparently decompressing .gz and .bz2; a leading byte-order mark (as
-    spreadsheet exports write) is dropped, so it never becomes part of the first column's name."""
+csv.field_size_limit(1 << 30)  # the default 128 KiB stops at one long document in a classification file
+
+
+def _open_bytes(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return bz2.open(path, "rb") if path.suffix == ".bz2" else open(path, "rb")
+
+
+class _Utf8Text:
+    """A text file whose UTF-8 errors name the file and line (a bare UnicodeDecodeError names neither)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.f = io.TextIOWrapper(_open_bytes(path), encoding="utf-8-sig", newline="")
+
+    def _error(self) -> ValueError:
+        with _open_bytes(self.path) as raw:
+            for n, line in enumerate(raw, 1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    return ValueError(f"{self.path}: line {n}: not UTF-8 (byte {exc.start + 1} of the line)")
+        return ValueError(f"{self.path}: not UTF-8")
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            yield from self.f
+        except UnicodeDecodeError:
+            raise self._error() from None
+
+    def read(self, size: int = -1) -> str:
+        try:
+            return self.f.read(size)
+        except UnicodeDecodeError:
+            raise self._error() from None
+
+    def close(self) -> None:
+        self.f.close()
+
+    def __enter__(self) -> _Utf8Text:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_text(path: str | Path) -> _Utf8Text:
+    """Open a UTF-8 text file for iteration or read(), transparently decompressing .gz and .bz2; a leading
+    byte-order mark (as spreadsheet exports write) is dropped, so it never becomes part of the first column's
+    name; invalid UTF-8 is an error naming the file and line."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: file not found")
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
-    if path.suffix == ".bz2":
-        return bz2.open(path, "rt", encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
+    return _Utf8Text(path)
 
 
 def table_delimiter(path: str | Path) -> str:
-    """Tab for .tsv (GLUE), comma otherwise; compression suffixes are looked through."""
+    """Tab for .tsv (GLUE), comma for .csv; any other name (SICK.txt, MRPC's msr_paraphrase_train.txt) is
+    tab-separated when its first line holds a tab. Compression suffixes are looked through."""
     suffixes = [s for s in Path(path).suffixes if s not in (".gz", ".bz2")]
-    return "\t" if suffixes and suffixes[-1] == ".tsv" else ","
+    if suffixes and suffixes[-1] in (".tsv", ".csv"):
+        return "\t" if suffixes[-1] == ".tsv" else ","
+    with open_text(path) as f:
+        first = next(iter(f), "")
+    return "\t" if "\t" in first else ","
 
 
 def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
@@ -104,9 +153,10 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
             missing = [c for c in columns if c not in header]
             if missing:
                 raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")
+        end = 0 if positions else reader.line_num
         for row in rows:
-            line = reader.line_num
-            if not row:
+            line, end = end + 1, reader.line_num  # a record's first line (CSV fields may span lines)
+            if not row or (len(row) == 1 and not row[0].strip()):
                 blank.append(line)
                 continue
             if len(row) > len(header) or len(row) < len(header) and any(header.index(c) >= len(row) for c in columns):

@@ -38,7 +38,9 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
     start = 0
     with open_text(path) as f:
         for n, raw in enumerate(f, 1):
-            cols = raw.split()
+            # columns are tab- or space-separated; other whitespace (a no-break space in "10 000") is in the word
+            cols = raw.strip("\r\n").split("\t") if "\t" in raw else raw.strip("\r\n").split(" ")
+            cols = [c for c in cols if c.strip()]
             if not cols or cols[0] == "-DOCSTART-":
                 if words:
                     out.append(TaggedSentence(words, tags if tags else None, start))
@@ -127,7 +129,8 @@ class TokenClassificationTask:
         sentences = read_conll(path)
         labelled = mode != "predict" and all(s.tags for s in sentences)  # predicting ignores any tags
         if mode != "predict" and not labelled:
-            raise ValueError(f"{path}: every word needs a tag for {mode}")
+            first = next(s for s in sentences if not s.tags)
+            raise ValueError(f"{path}: line {first.line}: a sentence without tags; every word needs a tag for {mode}")
         if mode == "train":
             state["labels"] = sorted({t for s in sentences for t in s.tags})
         index = {t: i for i, t in enumerate(state["labels"])}

@@ -64,8 +64,11 @@ def pearson(x: Sequence | np.ndarray, y: Sequence | np.ndarray) -> float:
     a, b = _pair(x, y)
     a, b = a.astype(np.float64), b.astype(np.float64)
     a, b = a - a.mean(), b - b.mean()
-    denom = np.sqrt(np.dot(a, a) * np.dot(b, b))
-    return 0.0 if denom == 0 else float(np.dot(a, b) / denom)
+    sa, sb = np.abs(a).max(initial=0.0), np.abs(b).max(initial=0.0)
+    if sa == 0 or sb == 0:  # a constant side: 0, as documented (NaN input stays NaN below)
+        return 0.0
+    a, b = a / sa, b / sb  # scaled first: the squared norms neither overflow nor underflow at 1e±200
+    return float(np.clip(np.dot(a, b) / np.sqrt(np.dot(a, a) * np.dot(b, b)), -1.0, 1.0))
 
 
 def rankdata(x: Sequence | np.ndarray) -> np.ndarray:
@@ -84,6 +87,9 @@ def rankdata(x: Sequence | np.ndarray) -> np.ndarray:
 
 def spearman(x: Sequence | np.ndarray, y: Sequence | np.ndarray) -> float:
     a, b = _pair(x, y)
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    if np.isnan(a).any() or np.isnan(b).any():  # ranks would place NaN last and hide it
+        return float("nan")
     return pearson(rankdata(a), rankdata(b))
 
 

@@ -41,9 +41,17 @@ def _objects(path: Path) -> list[tuple[str, dict]]:
         text = f.read()
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as whole:
+        # JSON lines (one object per line) when the first line is an object on its own; else one JSON document
+        # with an error. Lines end at "\n" only: U+2028 and U+0085 may stand unescaped inside JSON strings.
+        lines = text.split("\n")
+        first = next((line for line in lines if line.strip()), "")
+        try:
+            json.loads(first)
+        except json.JSONDecodeError:
+            raise ValueError(f"{path}: line {whole.lineno}: invalid JSON: {whole.msg}") from None
         data = []
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
