@@ -150,6 +150,26 @@ def test_init_is_truncated_normal():
     assert torch.all(model.albert.encoder.ffns[0].norm.weight == 1)
 
 
+def test_left_padding_pools_a_computed_position_0_and_never_trains_pad():
+    model = _model()
+    ids = _ids(b=3)
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0  # left padding
+    mask[2, 6:] = 0  # right padding
+    ids[mask == 0] = 0
+    hidden, pooled = model.albert(ids, mask)
+    assert hidden[mask == 0].abs().max() == 0  # padded positions are zeros, position 0 of row 1 included
+    assert not torch.allclose(pooled[1], torch.tanh(model.albert.pooler.bias))  # ...but it was computed
+    # row 1's position 0 is a query only: what stands there changes the pooled output, never a real token
+    other = ids.clone()
+    other[1, 0] = 7
+    hidden2, pooled2 = model.albert(other, mask)
+    torch.testing.assert_close(hidden2, hidden, atol=0, rtol=0)
+    assert not torch.allclose(pooled2[1], pooled[1])
+    pooled[1].sum().backward()
+    assert model.albert.embeddings.word_embeddings.weight.grad[0].abs().max() == 0  # <pad> is never a lookup
+
+
 def test_decoder_is_tied_to_word_embeddings():
     model = _model()
     names = [n for n, _ in model.named_parameters()]

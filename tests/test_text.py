@@ -148,6 +148,10 @@ def test_utf16_and_truncated_gzip_are_named(tmp_path):
     report = TextReport()
     assert list(read_documents([tmp_path], report=report)) == [["Fine text."]]
     assert "wide.txt: skipped, UTF-16 text (litebert reads UTF-8" in report.messages[0]
+    (tmp_path / "wide.txt").write_bytes("Wide text here.\n".encode("utf-32"))
+    report = TextReport()
+    list(read_documents([tmp_path], report=report))
+    assert "wide.txt: skipped, UTF-32 text" in report.messages[0]
     whole = gzip.compress(("A sentence of text. " * 50 + "\n").encode() * 2000)
     cut = tmp_path / "cut.txt.gz"
     cut.write_bytes(whole[: len(whole) // 2])

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import unicodedata
 
 import numpy as np
@@ -17,7 +18,7 @@ import litebert
 from litebert.cli import main
 from litebert.text import ReadConfig, read_documents
 from litebert.tokenizer import Normalizer, Tokenizer, TrainConfig, train_tokenizer
-from litebert.vocab import add_words, resize_model_vocab
+from litebert.vocab import add_words, resize_model_vocab, write_hf_files
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
@@ -97,6 +98,19 @@ def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_d
     invisible = ["Zero\u200bwidth", "soft\u00adhyphen\ufeff", "a\x01b\x7f c", "`\u200b`quoted\u200e''", "국\u200d가"]
     assert tok.encode_batch(invisible) == hf(invisible, add_special_tokens=False)["input_ids"]
     assert tok.unk_id not in sum(tok.encode_batch(invisible), [])
+    # A tokenizer saved before control/format characters were dropped keeps its ids, equal to its own
+    # tokenizer.json (which has no such step): the step is on only where its settings file says so.
+    old = tokenizer_dir.parent / f"{tokenizer_dir.name}-before-drop"
+    shutil.copytree(tokenizer_dir, old, dirs_exist_ok=True)
+    settings = json.loads((old / "litebert_tokenizer.json").read_text())
+    del settings["drop_invisible"]
+    (old / "litebert_tokenizer.json").write_text(json.dumps(settings))
+    before = Tokenizer.load(old)
+    assert not before.normalizer.drop_invisible
+    write_hf_files(before)  # its tokenizer.json as that release wrote it: without the step
+    hf_before = transformers.AutoTokenizer.from_pretrained(old)
+    assert before.encode_batch(invisible) == hf_before(invisible, add_special_tokens=False)["input_ids"]
+    assert before.encode("Zero\u200bwidth") != tok.encode("Zero\u200bwidth")
     assert tok.encode("Call me [MASK]") == [*tok.encode("Call me"), tok.mask_id]
 
 

@@ -76,7 +76,7 @@ class Embeddings(nn.Module):
         super().__init__()
         self.config = config
         E = config.embedding_size
-        self.word_embeddings = nn.Embedding(config.vocab_size, E)
+        self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=0)  # <pad> (id 0): no lookup gradient
         self.position_embeddings = nn.Embedding(config.max_position, E)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
         self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
@@ -260,7 +260,8 @@ class Albert(nn.Module):
             # Padding: run the dense layers on real tokens only (often half the work on real sentences).
             real = attention_mask.bool()
             # The pooler reads position 0 even where it is padding (left padding): compute it there too, as a
-            # query only, so the pooled output equals transformers' (rows without any real token stay zeros).
+            # query only that no real token attends to, so the pooled output is the one a padded model gives
+            # (rows without any real token stay zeros).
             pad0 = ~real[:, 0] & real.any(1)  # (B,)
             unpad = Unpadded(real | F.pad(pad0[:, None], (0, real.shape[1] - 1)))
             x = unpad.pad(self.encoder(unpad.unpad(x), real[:, None, None, :], unpad))  # (B, T, H)

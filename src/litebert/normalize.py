@@ -36,8 +36,16 @@ def _invisible():
     return re.compile(char_class(cps)).search, dict.fromkeys(cps)
 
 
+_ASCII_INVISIBLE = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
+
+
 def drop_invisible(text: str) -> str:
+    """`text` without its control and format characters (`invisible_chars`); whitespace stays."""
     if text.isprintable():  # the usual case, checked in C: no Cc/Cf (nor other non-printing) character
+        return text
+    if text.isascii():
+        return _ASCII_INVISIBLE.sub("", text)
+    if "".join(text.split()).isprintable():  # only whitespace was non-printing (newlines, tabs, no-break spaces)
         return text
     search, table = _invisible()
     return text.translate(table) if search(text) else text
@@ -91,18 +99,24 @@ class Normalizer:
 
     do_lower_case: bool = True
     strip_accents: bool = True
+    # Tokenizers saved before this step existed have no such setting and keep their ids (and their
+    # tokenizer.json): it is on only where the settings file says so, and for every newly trained tokenizer.
+    drop_invisible: bool = True
 
     def __call__(self, text: str) -> str:
-        text = drop_invisible(text)
+        if self.drop_invisible:
+            text = drop_invisible(text)
         if "`" in text or "''" in text:
             text = text.replace("``", '"').replace("''", '"')
         if text.isascii():  # fast path: NFKD and NFC are the identity on ASCII
             return " ".join((text.lower() if self.do_lower_case else text).split())
-        return " ".join(self.transform(text).split())
+        return " ".join(self._accents_and_case(text).split())
 
     def transform(self, text: str) -> str:
         """Everything but the quote replacement and the whitespace collapse."""
-        text = drop_invisible(text)
+        return self._accents_and_case(drop_invisible(text) if self.drop_invisible else text)
+
+    def _accents_and_case(self, text: str) -> str:
         if self.strip_accents and _unstable_char()(text):
             text = unicodedata.normalize("NFKD", text).translate(combining_marks())
             text = unicodedata.normalize("NFC", text)

@@ -229,6 +229,8 @@ def _not_text(path: Path) -> str | None:
             head = f.read(8192)
     except (OSError, EOFError, zlib.error) as exc:  # a corrupt .gz
         raise ValueError(f"{path}: cannot read: {exc}") from exc
+    if head[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return "UTF-32 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-32 -t UTF-8)"
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "UTF-16 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8)"
     bad = head[:-4].decode("utf-8", errors="replace").count("\ufffd")

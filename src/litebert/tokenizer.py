@@ -286,12 +286,14 @@ def _read_settings(directory: Path) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
         out = {"do_lower_case": bool(data["do_lower_case"]), "strip_accents": bool(data["strip_accents"])}
+        out["drop_invisible"] = bool(data.get("drop_invisible", False))  # absent: saved before the step existed
         return out | ({"model_sha256": data["model_sha256"]} if "model_sha256" in data else {})
     path = directory / "tokenizer_config.json"
     if path.is_file():
         data = json.loads(path.read_text(encoding="utf-8"))
-        return {"do_lower_case": data.get("do_lower_case", True), "strip_accents": not data.get("keep_accents", False)}
-    return {"do_lower_case": True, "strip_accents": True}
+        flags = {"do_lower_case": data.get("do_lower_case", True), "strip_accents": not data.get("keep_accents", False)}
+        return flags | {"drop_invisible": False}  # a foreign tokenizer keeps transformers' own normalisation
+    return {"do_lower_case": True, "strip_accents": True, "drop_invisible": False}
 
 
 def _sentences(docs: Iterator[list[str]], cfg: TrainConfig, bar: tqdm, report: TextReport) -> Iterator[str]:
@@ -398,9 +400,8 @@ def write_settings(tok: Tokenizer, **extra) -> None:
         "vocab_size": tok.vocab_size,
         "do_lower_case": tok.normalizer.do_lower_case,
         "strip_accents": tok.normalizer.strip_accents,
-        "normalization": (
-            "drop Cc/Cf characters; collapse whitespace; `` and '' -> \"; NFKD, drop combining marks, NFC; lowercase"
-        ),
+        "drop_invisible": tok.normalizer.drop_invisible,
+        "normalization": "drop Cc/Cf; collapse spaces; `` '' -> \"; NFKD, drop combining marks, NFC; lowercase",
         "special_tokens": SPECIAL_TOKENS,
         **extra,
     }

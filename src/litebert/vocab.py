@@ -26,7 +26,9 @@ from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_sett
 def hf_normalizer(tok: Tokenizer, charsmap: bytes = b"") -> normalizers.Normalizer:
     """litebert's Normalizer, then sentencepiece's own rule (`charsmap`; empty for the "identity" rule of
     litebert-trained models, nmt_nfkc for the official ALBERT vocab) as a tokenizers normaliser sequence."""
-    steps = [normalizers.Replace(Regex(char_class(invisible_chars(), oniguruma=True)), "")]
+    steps = []
+    if tok.normalizer.drop_invisible:
+        steps.append(normalizers.Replace(Regex(char_class(invisible_chars(), oniguruma=True)), ""))
     steps += [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
     if tok.normalizer.strip_accents:
         # Python's unicodedata.combining (what preprocess_text drops) as an explicit class; tokenizers'
