@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 import litebert
 from litebert.cli import main
@@ -65,11 +66,53 @@ def test_cli_pretrain_on_a_built_data_dir_then_resume(
     assert "already at step 3 of max_steps 3; pass a larger --max-steps" in capsys.readouterr().err
     assert main(["pretrain", "--out", str(run), "--resume", "--preset", "albert-base", "--max-steps", "5"]) == 2
     assert "--preset cannot change them" in capsys.readouterr().err
-    with pytest.warns(UserWarning, match=r"changed settings \{'grad_accum': 2\}.*will not reproduce"):
+    with pytest.warns(UserWarning, match=r"changed settings \{'grad_accum': 2, 'max_steps .*': '3 -> 5'\}.*will not"):
         assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "5", "--grad-accum", "2",
                      "--no-progress"]) == 0  # fmt: skip
     steps = [r["step"] for r in (json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines())]
     assert steps[-1] == 5 and json.loads((run / "run_config.json").read_text())["train"]["max_steps"] == 3
+
+
+def test_a_run_killed_before_its_first_checkpoint_or_before_its_model(
+    tmp_path: Path, data_dir: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
+    import shutil
+
+    from safetensors.torch import load_file
+
+    def same_weights(a: dict, b: dict) -> bool:  # metadata order varies between saves; the tensors may not
+        return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+    run = tmp_path / "run"
+    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",
+            str(tokenizer_dir), "--out", str(run), *FAST]  # fmt: skip
+    assert main(args) == 0
+    weights = load_file(run / "model" / "model.safetensors")
+    evaluation = json.loads((run / "eval.json").read_text())
+    # killed after the last checkpoint, before the final model: resuming writes the model (and eval.json) alone
+    shutil.rmtree(run / "model")
+    (run / "eval.json").unlink()
+    assert main(["pretrain", "--out", str(run), "--resume", "--no-progress"]) == 0
+    assert same_weights(load_file(run / "model" / "model.safetensors"), weights)
+    assert json.loads((run / "eval.json").read_text()) == evaluation
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert sum(r.get("split") == "eval" and r["step"] == 3 for r in records) == 1  # not logged twice
+    # the data position is saved per batch size: a changed one is refused before anything else is said
+    assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "5", "--batch-size", "8"]) == 2
+    assert "--resume needs the run's own batch_size (4), got 8" in capsys.readouterr().err
+    # stopped before its first checkpoint: nothing to resume, and the same command starts it again
+    shutil.rmtree(run / "model")
+    shutil.rmtree(run / "checkpoints")
+    assert main(["pretrain", "--out", str(run), "--resume", "--no-progress"]) == 2
+    assert "holds no usable checkpoint: none saved; run the same command without --resume" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match="stopped before its first usable checkpoint; it starts again"):
+        assert main(args) == 0
+    assert same_weights(load_file(run / "model" / "model.safetensors"), weights)  # the same seed: the same run
+    again = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    speed = ("tokens_per_s", "flops_per_s")  # timings differ; every other figure is the same
+    assert [{k: v for k, v in r.items() if k not in speed} for r in again] == [
+        {k: v for k, v in r.items() if k not in speed} for r in records
+    ]
 
 
 def test_data_built_with_another_tokenizer_is_refused(
@@ -198,6 +241,10 @@ def test_bad_paths_are_named_and_leave_nothing_behind(tmp_path: Path, data_dir: 
             str(tmp_path / "file"), *FAST]  # fmt: skip
     assert main(args) == 2
     assert "file" in capsys.readouterr().err
+    if not torch.cuda.is_available():  # fp16 needs a GPU: said before anything is written
+        args = ["pretrain", "--data", str(data_dir), "--out", str(run), "--precision", "fp16", *FAST]
+        assert main(args) == 2
+        assert "'fp16' needs a CUDA device" in capsys.readouterr().err and not run.exists()
 
 
 def test_data_dir_carries_its_tokenizer_and_a_failed_start_can_be_rerun(tmp_path: Path, data_dir: Path,

@@ -187,7 +187,8 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSumm
     if ckpt is None:
         found = len(list_checkpoints(out))
         why = f"all {found} checkpoint(s) are incomplete or corrupt (see the warnings)" if found else "none saved"
-        raise FileNotFoundError(f"{out}: --resume given but it holds no usable checkpoint: {why}")
+        raise FileNotFoundError(f"{out}: --resume given but it holds no usable checkpoint: {why}; run the same "
+                                "command without --resume to start it again")  # fmt: skip
     model_config = load_config(ckpt)
     asked = _model_overrides(job)
     if asked and ModelConfig.from_dict({**model_config.to_dict(), **asked}) != model_config:
@@ -195,13 +196,22 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSumm
     data_dir = job.data_dir or saved.get("data_dir")
     train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
     step = int(verify_checkpoint(ckpt)["step"])
-    if train.max_steps <= step:
+    # A run killed after its last checkpoint but before its model was written resumes with no step to train.
+    if train.max_steps < step or (train.max_steps == step and (out / "model").is_dir()):
         raise ValueError(f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
                          "pass a larger --max-steps to train further")  # fmt: skip
+    for key in ("batch_size", "seed"):  # the data position is saved per batch of this size and seed
+        if key in overrides and overrides[key] != saved["train"].get(key):
+            raise ValueError(f"{out}: --resume needs the run's own {key} ({saved['train'].get(key)}), got "
+                             f"{overrides[key]}: exact resume restores the data position")  # fmt: skip
     changed = {k: v for k, v in overrides.items() if k not in _RESUME_NEUTRAL and saved["train"].get(k) != v}
-    before = from_dict(TrainConfig, saved["train"], source=f"{path}: train").resolved_warmup_steps
-    if train.resolved_warmup_steps != before and step < max(before, train.resolved_warmup_steps):
-        changed["warmup (steps, from max_steps)"] = f"{before} -> {train.resolved_warmup_steps}"
+    before = from_dict(TrainConfig, saved["train"], source=f"{path}: train")
+    if train.max_steps != before.max_steps:
+        changed["max_steps (the learning rate decays to its end at it)"] = f"{before.max_steps} -> {train.max_steps}"
+    if train.resolved_warmup_steps != before.resolved_warmup_steps and step < max(
+        before.resolved_warmup_steps, train.resolved_warmup_steps
+    ):
+        changed["warmup (steps, from max_steps)"] = f"{before.resolved_warmup_steps} -> {train.resolved_warmup_steps}"
     if changed:
         warnings.warn(f"resuming {out} with changed settings {changed}: it continues with them, so it will not "
                       "reproduce an uninterrupted run", stacklevel=2)  # fmt: skip

@@ -24,7 +24,7 @@ from litebert.config import ModelConfig
 from litebert.train import dist
 from litebert.train.config import TrainConfig
 from litebert.train.evaluate import evaluate
-from litebert.train.metrics import MetricsLogger, train_flops_per_sequence
+from litebert.train.metrics import MetricsLogger, read_metrics, train_flops_per_sequence
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
 from litebert.train.run import RunFiles, open_run, save_training_state
 
@@ -174,6 +174,10 @@ def _train(
     summary = TrainSummary(run_dir=run.run_dir, steps=step, start_step=step)
     logger = MetricsLogger(run.run_dir, enabled=env.is_main, tensorboard=cfg.tensorboard)
     logger.truncate_after(step)
+    if step >= cfg.max_steps:  # killed after its last checkpoint, before its model: only the model is left to write
+        # every rank evaluates (a collective under FSDP); the record is logged unless the run logged it already
+        done = any(r.get("split") == "eval" and r.get("step") == step for r in read_metrics(run.run_dir))
+        summary.eval = _eval(tr, eval_batches, step, MetricsLogger(run.run_dir, enabled=False) if done else logger)
     progress = _progress(cfg, env, step)
     it, t0, window = iter(batches), time.perf_counter(), _Window(pending)
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -28,13 +29,13 @@ from litebert.data.shards import TOKENIZER_DIR
 from litebert.train import dist
 from litebert.train.checkpoint import (
     latest_checkpoint,
-    list_checkpoints,
     load_trainer_state,
     rng_state,
     save_checkpoint,
     set_rng_state,
 )
 from litebert.train.config import TrainConfig
+from litebert.train.metrics import METRICS_FILE
 from litebert.vocab import resize_model_vocab
 
 RUN_CONFIG = "run_config.json"
@@ -131,8 +132,11 @@ class RunFiles:
         state = dist.full_state_dict(model)  # collective under FSDP
         if not env.is_main:
             return None
-        out = self.run_dir / "model"
-        _write_model(out, state, dist.unwrap(model).config, self.tokenizer_dir)
+        out, tmp = self.run_dir / "model", self.run_dir / "model.partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        _write_model(tmp, state, dist.unwrap(model).config, self.tokenizer_dir)
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)  # "model" exists only whole: a resume can tell a finished run from a killed one
         if eval_result:
             (self.run_dir / "eval.json").write_text(json.dumps(eval_result, indent=2) + "\n")
         return out
@@ -180,6 +184,8 @@ def open_run(
     data_dir: str | Path | None, resume: bool, init_from: str | Path | None, tokenizer_dir: str | Path | None,
 ) -> RunFiles:  # fmt: skip
     """Check everything on rank 0, then set up RUN_DIR; every rank gets the same answer or the same error."""
+    if train_config.precision == "fp16" and env.device.type != "cuda":  # before anything is written
+        raise ValueError("TrainConfig.precision 'fp16' needs a CUDA device; use 'bf16' on CPU")
     result: Any = None
     if env.is_main:
         try:
@@ -242,14 +248,10 @@ def _fill_run(
 
 
 def run_started(run_dir: Path) -> bool:
-    """Whether `run_dir` holds a run that trained: a checkpoint, metrics or a final model. A start that
-    failed before its first step leaves only its config and tokenizer copy, and may simply be run again."""
-    metrics = run_dir / "metrics.jsonl"
-    return (
-        bool(list_checkpoints(run_dir))
-        or (run_dir / "model").exists()
-        or bool(metrics.is_file() and metrics.stat().st_size)
-    )
+    """Whether `run_dir` holds a run worth keeping: a usable checkpoint to resume, or a final model. A run
+    stopped before its first checkpoint (or whose every checkpoint is damaged) has nothing to resume and is
+    started again, its records replaced (with a warning)."""
+    return (run_dir / "model").exists() or latest_checkpoint(run_dir) is not None
 
 
 def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig) -> Path:
@@ -290,6 +292,11 @@ def _check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -
 def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any) -> None:
     run.run_dir.mkdir(parents=True, exist_ok=True)
     run.lock_dir()  # before anything is written into it
+    stale = run.run_dir / METRICS_FILE
+    if stale.is_file() and stale.stat().st_size:
+        warnings.warn(f"{run.run_dir}: an earlier run stopped before its first usable checkpoint; it starts "
+                      f"again and its records ({stale.name}) are replaced", stacklevel=2)  # fmt: skip
+        stale.unlink()
     if run.tokenizer_dir is not None:
         stored = run.run_dir / "tokenizer"
         stored.mkdir(exist_ok=True)
