@@ -55,6 +55,15 @@ def test_fixture_sentences_are_real_text(shared_data):
         ("가. 국가는 노력한다. 나. 국민은 협력한다.", ["가. 국가는 노력한다.", "나. 국민은 협력한다."]),
         ("어서 가. 늦었어.", ["어서 가.", "늦었어."]),
         ("今日は晴れです。明日は雨！", ["今日は晴れです。", "明日は雨！"]),
+        # sentencex leaves a segment opening with a list marker whole (the Korean bills' ○ and (1) bullets)
+        ("○ 방한했다. 협력이 발전했다.", ["○ 방한했다.", "협력이 발전했다."]),
+        ("X > 10.7×P (2) (5) 위의 수식을 보자. 비용은 없다.", ["X > 10.7×P (2) (5) 위의 수식을 보자.", "비용은 없다."]),
+        ("(1) The cat sat. The dog ran.", ["(1) The cat sat.", "The dog ran."]),
+        # ...and a closing quote it cuts off its sentence goes back to it
+        (
+            'the proverb—"Corrupt as Lima." It bears out your saying.',
+            ['the proverb—"Corrupt as Lima."', "It bears out your saying."],
+        ),
         ("  \n ", []),
     ],
 )

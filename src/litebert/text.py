@@ -33,6 +33,10 @@ _LABEL = re.compile(r"\(?\d{1,3}[.)](?:[·⋅ㆍ・∼~-]\(?\d{1,3}[.)])*")
 _KO_LABEL = re.compile(r"[가나다라마바사아자차카타파하]\.")
 _CLOSERS = "\"'”’»)]}」』"
 _MAX_MESSAGES = 200
+# A list marker opening a segment ("○", "□", "※", "-", "(1)", "(가)", "1)"): sentencex leaves a segment that
+# starts with one unsplit, so it is set aside while the rest is segmented (`_segment`).
+_LEAD_MARKER = re.compile(r"(?:[^\w\s]+|\(\w{1,3}\)|\w{1,2}\))\s+")
+_LEAD_CLOSER = re.compile(f"([{re.escape(_CLOSERS)}]+)(?:\\s+|$)")  # a closing quote cut off its sentence
 # A boundary sentencex leaves inside quoted speech: [.!?], closing quotes, space, then a capital (English).
 _INNER_BOUNDARY = re.compile("(?<=[.!?])[\"'”’)\\]]*\\s+(?=[\"'“‘(\\[]*[A-Z])")
 _ABBREVIATION_WORDS = (
@@ -104,14 +108,15 @@ def split_sentences(paragraph: str, language: str | None = None) -> list[str]:
 
     sentencex does the work; repairs follow for what it gets wrong on the shared corpora: sentences inside
     quoted speech are split (`_split_quoted`), and segments are merged back where they do not start a sentence
-    (`_continues`: "'Tis the whale! cried Ahab.", '그는 "안녕."라고 말했다.', "2010. 11. 12.", "정의화․이명수").
+    (`_continues`: "'Tis the whale! cried Ahab.", '그는 "안녕."라고 말했다.', "2010. 11. 12.", "정의화․이명수"),
+    and a segment opening with a list marker ("○ ...", "(1) ...") is segmented again after it (`_segment`).
     """
     text = " ".join(paragraph.split())
     if not text:
         return []
     lang = language or ("ko" if _HANGUL.search(text) else "en")
     merged: list[str] = []
-    for seg in sentencex.segment(lang, text):
+    for seg in _segment(lang, text):
         for part in _split_quoted(seg):
             if not part.strip():
                 continue
@@ -120,6 +125,26 @@ def split_sentences(paragraph: str, language: str | None = None) -> list[str]:
             else:
                 merged.append(part)
     return [s.strip() for s in merged]
+
+
+def _segment(lang: str, text: str) -> list[str]:
+    """sentencex's segments, each one that opens with a list marker segmented again after it (sentencex leaves
+    such a segment whole: "(5) 위의 수식을 보자. 비용이 발생한다." or "○ The cat sat. The dog ran.")."""
+    out: list[str] = []
+    for seg in sentencex.segment(lang, text):
+        marker = _LEAD_MARKER.match(seg)
+        if marker and seg[marker.end() :].strip():
+            rest = _segment(lang, seg[marker.end() :])
+            rest[0] = seg[: marker.end()] + rest[0]
+            out.extend(rest)
+        else:
+            out.append(seg)
+    for i in range(1, len(out)):  # a closing quote or bracket cut off its sentence goes back to it
+        closer = _LEAD_CLOSER.match(out[i])
+        if closer:
+            out[i - 1] = out[i - 1].rstrip() + closer.group(1) + " "
+            out[i] = out[i][closer.end() :]
+    return [seg for seg in out if seg.strip()]
 
 
 def _split_quoted(seg: str) -> list[str]:
