@@ -115,6 +115,20 @@ def test_a_run_killed_before_its_first_checkpoint_or_before_its_model(
     ]
 
 
+def test_pretrain_reads_a_corpus_as_text_prepare_would(tmp_path: Path, shared_data: Path) -> None:
+    """The Korean bills: one document per file, wrapped lines with blank lines between them."""
+    run = tmp_path / "run"
+    config = tmp_path / "job.json"
+    config.write_text(json.dumps({"model": TINY, "data": {"eval_fraction": 0.3, "max_seq_length": 64}}))
+    bills = sorted((shared_data / "corpora" / "ko" / "kobill").glob("*.txt"))[:6]
+    args = ["pretrain", "--config", str(config), "--corpus", *map(str, bills), "--doc-per-file", "--join-lines",
+            "--blank-lines-wrap", "--vocab-size", "700", "--out", str(run), *FAST]  # fmt: skip
+    assert main(args) == 0
+    manifest = json.loads((run / "prep" / "data" / "manifest.json").read_text())
+    assert sum(manifest["documents"].values()) == 6 and manifest["vocab_size"] == 700
+    assert main(["pretrain", "--out", str(run), "--resume", "--join-lines"]) == 2  # the data is the run's own
+
+
 def test_data_built_with_another_tokenizer_is_refused(
     tmp_path: Path, data_dir: Path, tokenizer_dir: Path, other_tokenizer: Path
 ) -> None:

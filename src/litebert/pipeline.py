@@ -17,6 +17,7 @@ from typing import Any
 
 from litebert.config import ModelConfig, preset, read_json
 from litebert.data import DataConfig
+from litebert.text import ReadConfig
 from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
 from litebert.train.run import RUN_CONFIG, run_started
@@ -54,6 +55,7 @@ class PretrainJob:
     data_dir: str | None = None
     tokenizer: str | None = None  # tokenizer dir; trained on the corpus when None and no data_dir
     vocab_size: int = 8000  # of the tokenizer trained here
+    read: ReadConfig = field(default_factory=ReadConfig)  # how the corpus is read (documents, wrapped lines)
     init_from: str | None = None
 
     def __post_init__(self) -> None:
@@ -74,6 +76,7 @@ class PretrainJob:
         data_cfg = {**DEFAULT_DATA, **_section(data, "data", source)}
         data["train"] = from_dict(TrainConfig, train, source=f"{source}: train")
         data["data"] = from_dict(DataConfig, data_cfg, source=f"{source}: data")
+        data["read"] = from_dict(ReadConfig, _section(data, "read", source), source=f"{source}: read")
         return from_dict(cls, data, source=source)
 
     @classmethod
@@ -139,6 +142,7 @@ def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[
     if tokenizer is None and job.init_from and (Path(job.init_from) / "spiece.model").is_file():
         tokenizer = Path(job.init_from)
     from litebert.data import build
+    from litebert.tokenizer import TrainConfig as TokenizerConfig
     from litebert.tokenizer import train_tokenizer
 
     corpus = [Path(c) for c in (job.corpus or [PACKAGED_CORPUS])]
@@ -146,11 +150,12 @@ def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[
     if tokenizer is None:
         tokenizer = out / "prep" / "tokenizer"
         if not paths_only:
-            train_tokenizer(corpus, tokenizer, vocab_size=job.vocab_size, progress=job.train.progress)
+            config = TokenizerConfig(vocab_size=job.vocab_size, read=job.read)
+            train_tokenizer(corpus, tokenizer, config=config, progress=job.train.progress)
     if paths_only:
         return tokenizer, data_dir
     workers = max(1, min(4, os.cpu_count() or 1))
-    build(corpus, tokenizer, data_dir, job.data, workers=workers, progress=job.train.progress)
+    build(corpus, tokenizer, data_dir, job.data, workers=workers, read_config=job.read, progress=job.train.progress)
     return tokenizer, data_dir
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from litebert.cli.text import _read_config, _read_options
+from litebert.cli.text import add_read_options, read_config_from
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--examples-per-shard", type=int, default=16384)
     build.add_argument("--window-chars", type=int, default=1_000_000, help="shuffle window / unit of work")
     build.add_argument("--no-progress", action="store_true")
-    _read_options(build)
+    add_read_options(build)
     build.set_defaults(func=_build)
 
     stats = data_sub.add_parser("stats", help="length histogram, label balance, mask statistics")
@@ -66,7 +66,7 @@ def _build(args: argparse.Namespace) -> int:
         args.out,
         config,
         workers=args.workers,
-        read_config=_read_config(args),
+        read_config=read_config_from(args),
         progress=not args.no_progress,
     )
     splits = manifest["splits"]

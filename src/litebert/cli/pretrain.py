@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from litebert.cli.text import add_read_options, read_config_from
+
 # flag -> TrainConfig field; only flags the user gave override the config file / the run's saved config.
 _TRAIN_FLAGS = {
     "max_steps": int, "batch_size": int, "grad_accum": int, "lr": float, "warmup_steps": int, "save_every": int,
@@ -23,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", metavar="DIR", help="data directory built by `litebert data build`")
     p.add_argument("--tokenizer", metavar="DIR", help="the tokenizer the data was built with")
     p.add_argument("--corpus", nargs="+", metavar="PATH", help="raw text to build tokenizer and data from")
+    p.add_argument("--vocab-size", type=int, metavar="N", help="pieces of the tokenizer trained on --corpus (8000)")
+    add_read_options(p)  # how --corpus is read, as for `litebert text prepare`
     p.add_argument("--out", metavar="RUN_DIR", default="runs/default", help="run directory (default %(default)s)")
     p.add_argument("--max-steps", type=int)
     p.add_argument("--batch-size", type=int, help="global micro-batch (sequences per step before accumulation)")
@@ -54,7 +58,9 @@ def _pretrain(args: argparse.Namespace) -> int:
 
     from litebert.pipeline import PretrainJob, run_job
 
-    fixed = [f"--{k.replace('_', '-')}" for k in ("preset", "init_from", "tokenizer", "corpus") if getattr(args, k)]
+    read_flags = ("doc_per_file", "no_split", "join_lines", "blank_lines_wrap", "language")
+    shaping = ("preset", "init_from", "tokenizer", "corpus", "vocab_size", *read_flags)
+    fixed = [f"--{k.replace('_', '-')}" for k in shaping if getattr(args, k)]
     if args.resume and fixed:
         raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
                          "cannot change them (start a new run with --init-from RUN_DIR/model instead)")  # fmt: skip
@@ -67,6 +73,10 @@ def _pretrain(args: argparse.Namespace) -> int:
             overrides[flag] = True
     if args.no_progress:
         overrides["progress"] = False
+    if args.vocab_size is not None:
+        changes["vocab_size"] = args.vocab_size
+    if any(getattr(args, k) for k in read_flags) or args.text_field != "text":
+        changes["read"] = read_config_from(args)
     job = dataclasses.replace(job, **changes)
     summary = run_job(job, args.out, resume=args.resume, train_overrides=overrides)
     if summary.model_dir is not None:  # rank 0

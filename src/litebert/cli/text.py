@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     prep = text_sub.add_parser("prepare", help="read files/dirs (.txt .jsonl .gz), split sentences, write")
     prep.add_argument("inputs", nargs="+", help="files or directories (read recursively)")
     prep.add_argument("--out", required=True, help="output file (.gz to compress)")
-    _read_options(prep)
+    add_read_options(prep)
     prep.set_defaults(func=_prepare)
 
     tok = sub.add_parser("tokenizer", help="train or extend a SentencePiece vocabulary")
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--character-coverage", type=float, default=0.99995)
     train.add_argument("--seed", type=int, default=12345)
     train.add_argument("--threads", type=int, default=1)
-    _read_options(train)
+    add_read_options(train)
     train.set_defaults(func=_train)
 
     add = tok_sub.add_parser("add-words", help="add whole words as new pieces, keeping every existing id")
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.set_defaults(func=_add_words)
 
 
-def _read_options(p: argparse.ArgumentParser) -> None:
+def add_read_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--doc-per-file", action="store_true", help="one document per file (default: blank lines)")
     p.add_argument("--no-split", action="store_true", help="input already has one sentence per line")
     p.add_argument("--join-lines", action="store_true", help="lines are hard-wrapped: join them before splitting")
@@ -50,7 +50,7 @@ def _read_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--language", default=None, help="splitter language (default: ko for Hangul, else en)")
 
 
-def _read_config(args: argparse.Namespace):
+def read_config_from(args: argparse.Namespace):
     from litebert.text import ReadConfig
 
     return ReadConfig(
@@ -70,7 +70,7 @@ def _print_report(report) -> None:
 def _prepare(args: argparse.Namespace) -> int:
     from litebert.text import prepare
 
-    report = prepare(args.inputs, args.out, config=_read_config(args))
+    report = prepare(args.inputs, args.out, config=read_config_from(args))
     _print_report(report)
     print(f"wrote {args.out}")
     return 0
@@ -87,7 +87,7 @@ def _train(args: argparse.Namespace) -> int:
         character_coverage=args.character_coverage,
         seed=args.seed,
         num_threads=args.threads,
-        read=_read_config(args),
+        read=read_config_from(args),
     )
     tok = train_tokenizer(args.inputs, args.out, config=config, progress=True)
     print(f"wrote {tok.dir}: vocab {tok.vocab_size:,}, spiece.model sha256 {tok.checksum[:16]}")

@@ -264,9 +264,10 @@ def build(
     manifest = _manifest(identity, vocab, token_dtype, out, totals)
     write_json(out / MANIFEST, manifest)
     if config.eval_fraction > 0 and not manifest["splits"]["eval"]["examples"]:
+        unit = "each file is one document" if read.documents == "file" else "a file without blank lines is one"
         warnings.warn(
             f"{out}: the held-out split is empty: none of the {totals['documents']:,} documents was drawn for it "
-            f"(eval_fraction {config.eval_fraction}); a file without blank lines is one document (see ReadConfig)",
+            f"(eval_fraction {config.eval_fraction}; {unit})",
             stacklevel=2,
         )
     return manifest
