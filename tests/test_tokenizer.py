@@ -72,6 +72,8 @@ def test_normalizer_is_the_official_one_with_nfc(corpus_lines):
     # control and format characters (zero-width space and joiners, soft hyphen, BOM, C0 controls) go first
     assert norm("\ufeffZero\u200bwidth soft\u00adhyphen a\x01b 한\u200d국\tend") == "zerowidth softhyphen ab 한국 end"
     assert norm("`\u200b`x") == '"x'  # before the quote replacement
+    # ...and the other default-ignorable ones: Hangul filler (a blank in chat text), variation selectors
+    assert norm("대한\u3164민국 좋아요❤\ufe0f 葛\U000e0100城") == "대한민국 좋아요❤ 葛城"
     for line in corpus_lines["moby"][::3] + corpus_lines["ko"]:
         assert norm(line) == _official_preprocess(line)
 
@@ -95,7 +97,8 @@ def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_d
     # Special token strings in the text (fill-mask input) map to their ids in both.
     masked = ["Call me [MASK].", "the [MASK]whale<pad><pad>", "[CLS] a [SEP] b [SEP]", "<unk>[MASK]", "x [mask]"]
     assert tok.encode_batch(masked) == hf(masked, add_special_tokens=False)["input_ids"]
-    invisible = ["Zero\u200bwidth", "soft\u00adhyphen\ufeff", "a\x01b\x7f c", "`\u200b`quoted\u200e''", "국\u200d가"]
+    invisible = ["Zero\u200bwidth", "soft\u00adhyphen\ufeff", "a\x01b\x7f c", "`\u200b`quoted\u200e''", "국\u200d가",
+                 "대한\u3164민국", "whale\ufe0f", "ship\U000e0100 x"]  # fmt: skip
     assert tok.encode_batch(invisible) == hf(invisible, add_special_tokens=False)["input_ids"]
     assert tok.unk_id not in sum(tok.encode_batch(invisible), [])
     # A tokenizer saved before control/format characters were dropped keeps its ids, equal to its own
@@ -351,3 +354,8 @@ def test_offsets_stay_exact_after_jamo_compose_across_characters(tok):
     from litebert.normalize import normalize_aligned
 
     assert normalize_aligned("ㄱㅏㄱ", tok.normalizer)[1] == [(0, 2), (2, 3)]  # each letter its own source
+    # a dropped zero-width space between them does not stop the composition, nor spread it to other pieces
+    text = "ㄱ\u200bㅏ 대한민국은 민주공화국이다 ㄴ\u200bㅏ"
+    assert normalize_aligned(text, tok.normalizer)[1][:2] == [(0, 3), (3, 4)]
+    ids, offsets = tok.encode_with_offsets(text)
+    assert max(b - a for a, b in offsets) <= 7 and any(text[a:b] == "ㄴ\u200bㅏ" for a, b in offsets)

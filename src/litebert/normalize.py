@@ -23,10 +23,19 @@ def combining_marks() -> dict[int, None]:
     return {cp: None for cp in range(0x20000) if unicodedata.combining(chr(cp))}  # none above U+1FFFF
 
 
+# Default-ignorable code points outside Cc/Cf (Unicode's DerivedCoreProperties, which unicodedata lacks): the
+# combining grapheme joiner, Mongolian and standard variation selectors (the emoji "❤️" is "❤" + U+FE0F), and
+# the Hangul fillers (U+3164 stands for a blank in Korean chat text).
+_IGNORABLE = [0x034F, 0x115F, 0x1160, *range(0x180B, 0x1810), 0x3164, *range(0xFE00, 0xFE10), 0xFFA0,
+              *range(0xE0100, 0xE01F0)]  # fmt: skip
+
+
 @cache
 def invisible_chars() -> list[int]:
-    """Control and format code points (Cc, Cf) that are not whitespace: dropped before anything else."""
-    return [cp for cp in range(0x110000) if unicodedata.category(chr(cp)) in ("Cc", "Cf") and not chr(cp).isspace()]
+    """Code points dropped before anything else: control and format characters (Cc, Cf) that are not
+    whitespace, and the other default-ignorable ones (`_IGNORABLE`)."""
+    cc_cf = (cp for cp in range(0x110000) if unicodedata.category(chr(cp)) in ("Cc", "Cf") and not chr(cp).isspace())
+    return sorted({*cc_cf, *_IGNORABLE})
 
 
 @cache
@@ -39,14 +48,22 @@ def _invisible():
 _ASCII_INVISIBLE = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
 
 
+@cache
+def _printable_ignorable() -> re.Pattern:
+    return re.compile(char_class([cp for cp in _IGNORABLE if chr(cp).isprintable()]))
+
+
+def _invisible_char(c: str) -> bool:
+    return ord(c) in _invisible()[1]
+
+
 def drop_invisible(text: str) -> str:
-    """`text` without its control and format characters (`invisible_chars`); whitespace stays."""
-    if text.isprintable():  # the usual case, checked in C: no Cc/Cf (nor other non-printing) character
-        return text
+    """`text` without its invisible characters (`invisible_chars`); whitespace stays."""
     if text.isascii():
-        return _ASCII_INVISIBLE.sub("", text)
-    if "".join(text.split()).isprintable():  # only whitespace was non-printing (newlines, tabs, no-break spaces)
-        return text
+        return text if text.isprintable() else _ASCII_INVISIBLE.sub("", text)
+    # The usual case, checked in C: no Cc/Cf character (whitespace aside); only the printable ignorables remain.
+    if text.isprintable() or "".join(text.split()).isprintable():
+        return _printable_ignorable().sub("", text)
     search, table = _invisible()
     return text.translate(table) if search(text) else text
 
@@ -139,8 +156,13 @@ def normalize_aligned(text: str, normalizer: Normalizer) -> tuple[str, list[tupl
         if text[i : i + 2] in ("``", "''"):
             piece, j = '"', i + 2
         else:
-            j = i + 1
-            while j < len(text) and (_attaches(text[j]) or _composes(text[j - 1], text[j])):
+            j, last = i + 1, text[i]  # last: the cluster's last character that normalisation keeps
+            while j < len(text):
+                c = text[j]
+                dropped = normalizer.drop_invisible and _invisible_char(c)
+                if not (dropped or _attaches(c) or _composes(last, c)):
+                    break
+                last = last if dropped else c  # "ㄱ\u200bㅏ" still composes to "가" once the ZWSP is dropped
                 j += 1
             piece = normalizer.transform(text[i:j])
         for c in piece:
