@@ -97,9 +97,20 @@ def test_a_run_killed_before_its_first_checkpoint_or_before_its_model(
     assert json.loads((run / "eval.json").read_text()) == evaluation
     records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert sum(r.get("split") == "eval" and r["step"] == 3 for r in records) == 1  # not logged twice
-    # the data position is saved per batch size: a changed one is refused before anything else is said
-    assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "5", "--batch-size", "8"]) == 2
+    # the data position is saved per batch size: a changed one is refused before anything else is said,
+    # whether it comes as a flag or in a config file (which may hold train settings only)
+    assert main(["pretrain", "--out", str(run), "--resume", "--batch-size", "8"]) == 2
     assert "--resume needs the run's own batch_size (4), got 8" in capsys.readouterr().err
+    (tmp_path / "bs.json").write_text(json.dumps({"train": {"batch_size": 8}}))
+    assert main(["pretrain", "--out", str(run), "--resume", "--config", str(tmp_path / "bs.json")]) == 2
+    assert "--resume needs the run's own batch_size (4), got 8" in capsys.readouterr().err
+    assert main(["pretrain", "--out", str(run), "--resume", "--config", str(_config_file(tmp_path))]) == 2
+    assert "may hold only 'train' settings, not ['model']" in capsys.readouterr().err
+    # killed between eval.json and the model (older runs wrote eval.json last): resuming completes it too
+    (run / "eval.json").unlink()
+    assert main(["pretrain", "--out", str(run), "--resume", "--no-progress"]) == 0
+    assert json.loads((run / "eval.json").read_text()) == evaluation
+    assert '"final_loss": null' in capsys.readouterr().out  # no step trained: valid JSON, no NaN
     # stopped before its first checkpoint: nothing to resume, and the same command starts it again
     shutil.rmtree(run / "model")
     shutil.rmtree(run / "checkpoints")

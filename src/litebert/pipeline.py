@@ -20,7 +20,7 @@ from litebert.data import DataConfig
 from litebert.text import ReadConfig
 from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
-from litebert.train.run import RUN_CONFIG, run_started
+from litebert.train.run import RUN_CONFIG, RunFiles, run_started
 
 PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus" / "moby-dick"  # the chapters, not the README
 # Settings a resumed run may change without changing its arithmetic.
@@ -113,12 +113,29 @@ def run_job(
         with warnings.catch_warnings():
             if not env.is_main:  # every rank reads the same run and data: rank 0 alone reports what it finds
                 warnings.simplefilter("ignore")
+            if resume:
+                _lock_for_resume(out, env)
             summary = _resume(job, out, train_overrides or {}) if resume else _fresh(job, out, env)
         if env.is_main:
             _plots(out)
         return summary
     finally:
+        RunFiles(run_dir=out).unlock()  # also when a resume was refused after taking the lock
         dist.teardown(env)
+
+
+def _lock_for_resume(out: Path, env: dist.DistEnv) -> None:
+    """Rank 0 takes RUN_DIR's lock before a resume looks at the run (workers of a killed torchrun may still be
+    finishing it); a refusal is raised on every rank."""
+    error = None
+    if env.is_main and out.is_dir():
+        try:
+            RunFiles(run_dir=out).lock_dir()
+        except ValueError as exc:
+            error = exc
+    error = dist.broadcast_object(error, env)
+    if error is not None:
+        raise error
 
 
 def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
@@ -126,9 +143,15 @@ def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out "
                          "(nothing was overwritten)")  # fmt: skip
     dist.barrier(env)  # every rank has checked before rank 0 writes anything
+    error = None
     if env.is_main:  # tokenizer training and data building write files: rank 0 alone
-        _prepare(job, out)
-    dist.barrier(env)
+        try:
+            _prepare(job, out)
+        except (ValueError, OSError) as exc:  # raised on every rank, not as a lost connection on the others
+            error = exc
+    error = dist.broadcast_object(error, env)
+    if error is not None:
+        raise error
     tokenizer_dir, data_dir = _prepare(job, out, paths_only=True)
     model_config = _model_config(job, data_dir)
     return pretrain(model_config, job.train, data_dir, out, init_from=job.init_from, tokenizer_dir=tokenizer_dir)
@@ -201,14 +224,15 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSumm
     data_dir = job.data_dir or saved.get("data_dir")
     train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
     step = int(verify_checkpoint(ckpt)["step"])
-    # A run killed after its last checkpoint but before its model was written resumes with no step to train.
-    if train.max_steps < step or (train.max_steps == step and (out / "model").is_dir()):
-        raise ValueError(f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
-                         "pass a larger --max-steps to train further")  # fmt: skip
     for key in ("batch_size", "seed"):  # the data position is saved per batch of this size and seed
         if key in overrides and overrides[key] != saved["train"].get(key):
             raise ValueError(f"{out}: --resume needs the run's own {key} ({saved['train'].get(key)}), got "
                              f"{overrides[key]}: exact resume restores the data position")  # fmt: skip
+    # A run killed after its last checkpoint but before its model was written resumes with no step to train.
+    finished = (out / "model").is_dir() and (out / "eval.json").is_file()
+    if train.max_steps < step or (train.max_steps == step and finished):
+        raise ValueError(f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
+                         "pass a larger --max-steps to train further")  # fmt: skip
     changed = {k: v for k, v in overrides.items() if k not in _RESUME_NEUTRAL and saved["train"].get(k) != v}
     before = from_dict(TrainConfig, saved["train"], source=f"{path}: train")
     if train.max_steps != before.max_steps:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from litebert.cli.text import add_read_options, read_config_from
 
@@ -56,6 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _pretrain(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from litebert.config import read_json
     from litebert.pipeline import PretrainJob, run_job
 
     read_flags = ("doc_per_file", "no_split", "join_lines", "blank_lines_wrap", "language")
@@ -65,9 +67,17 @@ def _pretrain(args: argparse.Namespace) -> int:
         raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
                          "cannot change them (start a new run with --init-from RUN_DIR/model instead)")  # fmt: skip
     job = PretrainJob.from_json(args.config) if args.config else PretrainJob()
+    file_train: dict = {}
+    if args.resume and args.config:  # the run keeps its model and data; a config file may change training only
+        raw = read_json(args.config)
+        extra = sorted(set(raw) - {"train", "data_dir"})
+        if extra:
+            raise ValueError(f"{args.config}: --resume continues RUN_DIR with its own model and data; the config "
+                             f"file may hold only 'train' settings, not {extra}")  # fmt: skip
+        file_train = dict(raw.get("train") or {})
     changes = {k: v for k, v in (("preset", args.preset), ("data_dir", args.data), ("tokenizer", args.tokenizer),
                                  ("corpus", args.corpus), ("init_from", args.init_from)) if v is not None}  # fmt: skip
-    overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS if getattr(args, k) is not None}
+    overrides = {**file_train, **{k: getattr(args, k) for k in _TRAIN_FLAGS if getattr(args, k) is not None}}
     for flag in ("grad_checkpointing", "compile"):
         if getattr(args, flag):
             overrides[flag] = True
@@ -82,7 +92,8 @@ def _pretrain(args: argparse.Namespace) -> int:
     if summary.model_dir is not None:  # rank 0
         result = {"steps": summary.steps, "final_loss": summary.final_loss, **summary.eval}
         result.update(model_dir=str(summary.model_dir), elapsed_s=round(summary.elapsed_s, 1))
-        print(json.dumps(result, indent=1))
+        finite = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in result.items()}
+        print(json.dumps(finite, indent=1))  # no step trained (a resume that only wrote the model): no loss
     return 0
 
 

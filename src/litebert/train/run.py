@@ -60,6 +60,8 @@ class RunFiles:
             import fcntl
         except ImportError:  # not POSIX: no lock
             return
+        if self.run_dir.resolve() in _LOCKS:  # this process holds it already (taken before a resume's checks)
+            return
         lock = open(self.run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held until unlock()
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -133,12 +135,14 @@ class RunFiles:
         if not env.is_main:
             return None
         out, tmp = self.run_dir / "model", self.run_dir / "model.partial"
+        if eval_result:  # first, and atomically: a whole "model" means the run is finished
+            tmp_eval = self.run_dir / "eval.json.tmp"
+            tmp_eval.write_text(json.dumps(eval_result, indent=2) + "\n")
+            os.replace(tmp_eval, self.run_dir / "eval.json")
         shutil.rmtree(tmp, ignore_errors=True)
         _write_model(tmp, state, dist.unwrap(model).config, self.tokenizer_dir)
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)  # "model" exists only whole: a resume can tell a finished run from a killed one
-        if eval_result:
-            (self.run_dir / "eval.json").write_text(json.dumps(eval_result, indent=2) + "\n")
         return out
 
 
