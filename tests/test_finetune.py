@@ -141,18 +141,11 @@ def test_predict_on_unlabelled_conll_and_race(model_dir, tmp_path):
     del race["answers"]
     (tmp_path / "q.json").write_text(json.dumps(race))
     data = str(FIXTURES / "race.json")
-    finetune(
-        _cfg(
-            model_dir,
-            tmp_path / "mc",
-            task="multiple-choice",
-            train=data,
-            dev=data,
-            max_steps=1,
-            max_seq_length=96,
-            max_qa_length=32,
-        )
-    )
+    # no lengths given: the model's 128 positions, and half of them (not the official 128) for question + option
+    finetune(FinetuneConfig(init=str(model_dir), out=str(tmp_path / "mc"), task="multiple-choice", train=data,
+                            dev=data, max_steps=1, batch_size=4))  # fmt: skip
+    saved = json.loads((tmp_path / "mc" / "best" / "finetune.json").read_text())["config"]
+    assert (saved["max_seq_length"], saved["max_qa_length"]) == (128, 64)
     assert [p["id"] for p in predict(tmp_path / "mc" / "best", tmp_path / "q.json")] == [
         f"middle101.txt-{k}" for k in range(4)
     ]

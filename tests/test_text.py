@@ -260,5 +260,5 @@ def test_blank_lines_wrap_joins_across_blank_lines(tmp_path):
     paragraphs = ReadConfig(documents="file", join_lines=True)  # without it, blank lines still end paragraphs
     assert list(read_documents([tmp_path], config=paragraphs)) == [["저학년도 보살핌이 필요", "한 나이이다.",
                                                                    "따라서 개정하려는 것임."]]  # fmt: skip
-    with pytest.raises(ValueError, match="blank_lines_wrap needs documents='file'"):
+    with pytest.raises(ValueError, match=r"blank_lines_wrap \(--blank-lines-wrap\) needs documents='file'"):
         ReadConfig(blank_lines_wrap=True)

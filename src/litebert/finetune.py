@@ -73,7 +73,7 @@ class FinetuneConfig:
     max_answer_length: int = 30
     n_best_size: int = 20
     null_score_diff_threshold: float = 0.0
-    max_qa_length: int = 128
+    max_qa_length: int | None = None  # RACE's question + option; default min(128, max_seq_length // 2)
     device: str | None = None  # default: cuda when available
 
     def __post_init__(self) -> None:
@@ -82,10 +82,12 @@ class FinetuneConfig:
                 setattr(self, name, os.fspath(getattr(self, name)))
         if self.task not in TASKS:
             raise ValueError(f"FinetuneConfig.task must be one of {sorted(TASKS)}, got {self.task!r}")
+        if self.max_qa_length is None and self.max_seq_length is not None:  # the official 128 at length 512
+            self.max_qa_length = min(128, self.max_seq_length // 2)
         for name in ("max_steps", "eval_every", "batch_size", "eval_batch_size", "max_seq_length", "doc_stride",
                      "max_query_length", "max_answer_length", "n_best_size", "max_qa_length"):  # fmt: skip
             value = getattr(self, name)
-            if value is None and name == "max_seq_length":
+            if value is None and name in ("max_seq_length", "max_qa_length"):  # resolved from the model
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
@@ -95,7 +97,7 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig.pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.pooling != "cls" and TASKS[self.task].head not in POOLED_HEADS:
             raise ValueError(
-                f"FinetuneConfig.pooling {self.pooling!r} applies to classification, regression and "
+                f"FinetuneConfig.pooling {self.pooling!r} (--pooling) applies to classification, regression and "
                 f"multiple-choice, not to task {self.task!r}"
             )
         if self.warmup < 0:
@@ -108,9 +110,10 @@ class FinetuneConfig:
         # [CLS] A [SEP] B [SEP] must leave at least one token for the passage.
         part = {"squad": "max_query_length", "multiple-choice": "max_qa_length"}.get(self.task)
         if part and self.max_seq_length and getattr(self, part) + 4 > self.max_seq_length:
+            flag = "--" + part.replace("_", "-")
             raise ValueError(
-                f"FinetuneConfig.max_seq_length ({self.max_seq_length}) must exceed {part} "
-                f"({getattr(self, part)}) by at least 4"
+                f"FinetuneConfig.max_seq_length ({self.max_seq_length}, --max-seq-length) must exceed {part} "
+                f"({getattr(self, part)}, {flag}) by at least 4"
             )
         columns, label = DEFAULT_COLUMNS.get(self.task, ((), None))
         self.text_columns = tuple(self.text_columns) if self.text_columns else columns

@@ -76,7 +76,7 @@ class Embeddings(nn.Module):
         super().__init__()
         self.config = config
         E = config.embedding_size
-        self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=0)  # <pad> (id 0): no lookup gradient
+        self.word_embeddings = nn.Embedding(config.vocab_size, E)
         self.position_embeddings = nn.Embedding(config.max_position, E)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
         self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)

@@ -72,7 +72,8 @@ class ReadConfig:
         if not self.text_field:
             raise ValueError("ReadConfig.text_field must be a non-empty field name")
         if self.blank_lines_wrap and self.documents != "file":
-            raise ValueError("ReadConfig.blank_lines_wrap needs documents='file' (blank lines would end documents)")
+            raise ValueError("ReadConfig.blank_lines_wrap (--blank-lines-wrap) needs documents='file' "
+                             "(--doc-per-file): blank lines would end documents")  # fmt: skip
 
 
 @dataclass(kw_only=True)

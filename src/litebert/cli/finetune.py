@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for flag, typ, default in (
         ("--max-steps", int, 1000), ("--eval-every", int, 100), ("--seed", int, 0), ("--lr", float, 2e-5),
         ("--batch-size", int, 32), ("--max-seq-length", int, None), ("--doc-stride", int, 128),
-        ("--max-query-length", int, 64), ("--max-answer-length", int, 30), ("--max-qa-length", int, 128),
+        ("--max-query-length", int, 64), ("--max-answer-length", int, 30), ("--max-qa-length", int, None),
         ("--null-score-diff-threshold", float, 0.0), ("--weight-decay", float, 0.01),
     ):  # fmt: skip
         p.add_argument(flag, type=typ, default=default)

@@ -152,7 +152,8 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
             header, rows = first, reader
             missing = [c for c in columns if c not in header]
             if missing:
-                raise ValueError(f"{path}: missing column(s) {missing}; the header has {header}")
+                raise ValueError(f"{path}: missing column(s) {missing}; the header has {header} (--text-columns "
+                                 "and --label-column name the columns to read)")  # fmt: skip
         end = 0 if positions else reader.line_num
         for row in rows:
             line, end = end + 1, reader.line_num  # a record's first line (CSV fields may span lines)
