@@ -55,6 +55,8 @@ def test_cli_pretrain_on_a_built_data_dir_then_resume(
             str(tokenizer_dir), "--out", str(run), *FAST]  # fmt: skip
     assert main(args) == 0
     model = litebert.load(run / "model")  # the final model, with its tokenizer beside it
+    with pytest.raises(FileNotFoundError, match="a pretraining run keeps its model in"):
+        litebert.load(run)
     assert model.config.vocab_size == json.loads((data_dir / "manifest.json").read_text())["vocab_size"]
     assert (run / "model" / "spiece.model").read_bytes() == (tokenizer_dir / "spiece.model").read_bytes()
     summary = json.loads((run / "eval.json").read_text())

@@ -120,6 +120,10 @@ def read_config_json(directory: Path) -> dict:
     if not directory.is_dir():
         what = "is a file, not a model directory" if directory.exists() else "model directory not found"
         raise FileNotFoundError(f"{directory}: {what}")
+    if not path.is_file() and (directory / "model" / CONFIG_FILE).is_file():  # a pretraining run directory
+        raise FileNotFoundError(
+            f"{directory}: no {CONFIG_FILE}; a pretraining run keeps its model in {directory / 'model'}"
+        )
     data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object")
