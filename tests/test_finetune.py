@@ -341,7 +341,7 @@ def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(model_
         assert not torch.allclose(head.out(pooled_cls).view(1, 2), by_hand, atol=1e-4)
     # Heads that read every token (span, token tags) or always mean-pool (similarity) refuse the option.
     for task in ("squad", "token-classification", "similarity"):
-        with pytest.raises(ValueError, match=f"pooling 'mean' applies to .*not to task '{task}'"):
+        with pytest.raises(ValueError, match=rf"pooling 'mean' \(--pooling\) applies to .*not to task '{task}'"):
             _cfg(model_dir, tmp_path, task=task, train="x", dev="x", pooling="mean")
     with pytest.raises(ValueError, match="not to 'span'"):
         build_head("span", base.config, 2, pooling="mean")
