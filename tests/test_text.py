@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from litebert.cli import main
-from litebert.text import ReadConfig, TextReport, prepare, read_documents, split_sentences
+from litebert.sentences import split_sentences
+from litebert.text import ReadConfig, TextReport, prepare, read_documents
 
 FIXTURES = Path(__file__).parent / "fixtures" / "text"
 

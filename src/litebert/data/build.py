@@ -47,7 +47,8 @@ from litebert.data.shards import (
     shard_sizes,
     write_json,
 )
-from litebert.text import ReadConfig, iter_files, read_documents, split_sentences
+from litebert.sentences import split_sentences
+from litebert.text import ReadConfig, iter_files, read_documents
 from litebert.weights import copy_tokenizer
 
 STATE = "build_state.json"
