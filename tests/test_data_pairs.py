@@ -144,3 +144,27 @@ def test_bad_documents_one_sentence_empty_and_overlong():
     lone = Documents.from_lists([[[5, 6, 7]]])
     pairs = create_pairs(lone, rng, max_seq_length=32, short_seq_prob=0.0, objective="sop")
     assert len(pairs) == 1 and pairs.label[0] == 1
+
+
+def test_none_examples_never_start_or_end_inside_with_a_separator():
+    """A document whose last sentence fills whole packs leaves its separator to start the next pack: trimmed."""
+    from litebert.data.config import DataConfig
+    from litebert.data.examples import Vocab, make_examples
+
+    vocab = Vocab(vocab_size=50, cls_id=CLS, sep_id=SEP, mask_id=4, pad_id=0, word_start=np.ones(50, dtype=bool))
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        docs = Documents.from_lists(
+            [[list(rng.integers(10, 50, rng.integers(1, 13))) for _ in range(rng.integers(1, 4))]
+             for _ in range(rng.integers(1, 5))]
+        )  # fmt: skip
+        config = DataConfig(max_seq_length=8, max_predictions_per_seq=2, objective="none", masking="dynamic",
+                            dupe_factor=1)  # fmt: skip
+        batch = make_examples(docs, config, vocab, passes=1, pair_rng=np.random.default_rng(trial),
+                              mask_rng=np.random.default_rng(trial))  # fmt: skip
+        for k in range(len(batch.offsets) - 1):
+            ex = batch.input_ids[batch.offsets[k] : batch.offsets[k + 1]]
+            assert ex[0] == CLS and ex[-1] == SEP and len(ex) <= 8
+            assert ex[1] != SEP and ex[-2] != SEP, ex  # no leading or trailing separator inside
+        words = batch.input_ids[~np.isin(batch.input_ids, [CLS, SEP])]
+        assert sorted(words.tolist()) == sorted(docs.tokens.tolist())  # every token once

@@ -123,8 +123,11 @@ def make_examples(
         for _ in range(passes)
     ]
     pairs = Pairs(**{f: np.concatenate([getattr(p, f) for p in all_pairs]) for f in Pairs.FIELDS})
-    if config.objective == "none":  # a pack that ends at a document's end leaves out its separator
+    if config.objective == "none":  # a pack that starts or ends at a document's end leaves out its separator
         pairs.a1 -= shuffled.tokens[pairs.a1 - 1] == vocab.sep_id
+        pairs.a0 += (pairs.a0 < pairs.a1) & (
+            shuffled.tokens[np.minimum(pairs.a0, len(shuffled.tokens) - 1)] == vocab.sep_id
+        )
         pairs = pairs.take(np.flatnonzero(pairs.a1 > pairs.a0))
     pairs = pairs.take(pair_rng.permutation(len(pairs)))
     # Lay out and mask CHUNK examples at a time: the per-token temporaries stay small even for a window with
