@@ -60,7 +60,12 @@ def test_fixture_sentences_are_real_text(shared_data):
         ("○ 방한했다. 협력이 발전했다.", ["○ 방한했다.", "협력이 발전했다."]),
         ("X > 10.7×P (2) (5) 위의 수식을 보자. 비용은 없다.", ["X > 10.7×P (2) (5) 위의 수식을 보자.", "비용은 없다."]),
         ("(1) The cat sat. The dog ran.", ["(1) The cat sat.", "The dog ran."]),
-        # ...and a closing quote it cuts off its sentence goes back to it
+        ("- " * 1000 + "The cat sat. The dog ran.", ["- " * 1000 + "The cat sat.", "The dog ran."]),  # 1 level
+        # a Korean item label left at a sentence's end goes to the next item, when the label before it is there
+        ("나. 파견 인원이다. 다. 임무는 지원이다.", ["나. 파견 인원이다.", "다. 임무는 지원이다."]),
+        ("가. 요건이 있다 나. 해당 조항 다. 임무는 지원이다.", ["가. 요건이 있다 나. 해당 조항 다. 임무는 지원이다."]),
+        # ...and a closing quote it cuts off its sentence goes back to it (an opening one, spaced, stays)
+        ('He stopped. " Who is there ? " she asked.', ["He stopped.", '" Who is there ? " she asked.']),
         (
             'the proverb—"Corrupt as Lima." It bears out your saying.',
             ['the proverb—"Corrupt as Lima."', "It bears out your saying."],

@@ -15,10 +15,14 @@ _TERMINAL = re.compile("[.!?。！？…‼⁇⁈⁉][\"'”’)\\]」』]*$")
 _LABEL = re.compile(r"\(?\d{1,3}[.)](?:[·⋅ㆍ・∼~-]\(?\d{1,3}[.)])*")
 _KO_LABEL = re.compile(r"[가나다라마바사아자차카타파하]\.")
 _CLOSERS = "\"'”’»)]}」』"
-# A list marker opening a segment ("○", "□", "※", "-", "(1)", "(가)", "1)"): sentencex leaves a segment that
-# starts with one unsplit, so it is set aside while the rest is segmented (`_segment`).
-_LEAD_MARKER = re.compile(r"(?:[^\w\s]+|\(\w{1,3}\)|\w{1,2}\))\s+")
+# List markers opening a segment ("○", "□", "※", "-", "(1)", "(가)", "1)"): sentencex leaves a segment that
+# starts with one unsplit, so they are set aside while the rest is segmented (`_segment`). Bullets only: a run
+# of leader dots ("......") or other punctuation is text.
+_BULLETS = "○●◎◇◆□■△▲▽▼▶▷◀◁►※★☆•‣∙·ㆍ*+>→☞-–—"
+_LEAD_MARKER = re.compile(f"(?:(?:[{re.escape(_BULLETS)}]|\\(\\w{{1,3}}\\)|\\w{{1,2}}\\))\\s+)+")
 _LEAD_CLOSER = re.compile(f"([{re.escape(_CLOSERS)}]+)(?:\\s+|$)")  # a closing quote cut off its sentence
+_KO_LETTERS = "가나다라마바사아자차카타파하"
+_TRAILING_KO_LABEL = re.compile(f"\\s([{_KO_LETTERS}]\\.)\\s*$")  # "... 학교 다." where "다." opens the next item
 # A boundary sentencex leaves inside quoted speech: [.!?], closing quotes, space, then a capital (English).
 _INNER_BOUNDARY = re.compile("(?<=[.!?])[\"'”’)\\]]*\\s+(?=[\"'“‘(\\[]*[A-Z])")
 _ABBREVIATION_WORDS = (
@@ -52,23 +56,39 @@ def split_sentences(paragraph: str, language: str | None = None) -> list[str]:
     return [s.strip() for s in merged]
 
 
-def _segment(lang: str, text: str) -> list[str]:
-    """sentencex's segments, each one that opens with a list marker segmented again after it (sentencex leaves
-    such a segment whole: "(5) 위의 수식을 보자. 비용이 발생한다." or "○ The cat sat. The dog ran.")."""
+def _segment(lang: str, text: str, depth: int = 0) -> list[str]:
+    """sentencex's segments, each one that opens with list markers segmented again after them (sentencex leaves
+    such a segment whole: "(5) 위의 수식을 보자. 비용이 발생한다." or "○ The cat sat. The dog ran."); then the
+    repairs of segment edges (`_mend_edges`)."""
     out: list[str] = []
     for seg in sentencex.segment(lang, text):
         marker = _LEAD_MARKER.match(seg)
-        if marker and seg[marker.end() :].strip():
-            rest = _segment(lang, seg[marker.end() :])
+        if marker and seg[marker.end() :].strip() and depth < 8:
+            rest = _segment(lang, seg[marker.end() :], depth + 1)
             rest[0] = seg[: marker.end()] + rest[0]
             out.extend(rest)
         else:
             out.append(seg)
-    for i in range(1, len(out)):  # a closing quote or bracket cut off its sentence goes back to it
+    return _mend_edges(out, text) if depth == 0 else out
+
+
+def _mend_edges(out: list[str], text: str) -> list[str]:
+    """A closing quote or bracket cut off its sentence goes back to it (when it was glued to the sentence's end:
+    'Lima." It' is a close, 'stopped. " Who' an opening); a Korean item label left at a sentence's end
+    ("... 학교 다." / "임 무 ...") goes to the next one, when the paragraph holds the label before it (나. before
+    다.) or, for 가., the one after it."""
+    for i in range(1, len(out)):
         closer = _LEAD_CLOSER.match(out[i])
-        if closer:
+        if closer and out[i - 1] and not out[i - 1][-1].isspace():
             out[i - 1] = out[i - 1].rstrip() + closer.group(1) + " "
             out[i] = out[i][closer.end() :]
+        label = _TRAILING_KO_LABEL.search(out[i - 1])
+        if label and out[i].strip():
+            k = _KO_LETTERS.index(label.group(1)[0])
+            neighbour = re.compile(f"(?:^|\\s){_KO_LETTERS[k - 1] if k else _KO_LETTERS[1]}\\. ")
+            if neighbour.search(text[: text.find(out[i - 1]) + label.start() + 1] if k else text):
+                out[i - 1] = out[i - 1][: label.start()] + " "
+                out[i] = label.group(1) + " " + out[i].lstrip()
     return [seg for seg in out if seg.strip()]
 
 
