@@ -116,11 +116,15 @@ def test_a_run_killed_before_its_first_checkpoint_or_before_its_model(
     # stopped before its first checkpoint: nothing to resume, and the same command starts it again
     shutil.rmtree(run / "model")
     shutil.rmtree(run / "checkpoints")
+    (run / "checkpoints" / "step_00000900").mkdir(parents=True)  # and a damaged one: removed on the restart
     assert main(["pretrain", "--out", str(run), "--resume", "--no-progress"]) == 2
-    assert "holds no usable checkpoint: none saved; run the same command without --resume" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "holds no usable checkpoint: all 1 checkpoint(s) are incomplete or corrupt" in err
+    assert "run the same command without --resume to start it again" in err
     with pytest.warns(UserWarning, match="stopped before its first usable checkpoint; it starts again"):
         assert main(args) == 0
     assert same_weights(load_file(run / "model" / "model.safetensors"), weights)  # the same seed: the same run
+    assert not (run / "checkpoints" / "step_00000900").exists()
     again = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     speed = ("tokens_per_s", "flops_per_s")  # timings differ; every other figure is the same
     assert [{k: v for k, v in r.items() if k not in speed} for r in again] == [
@@ -128,18 +132,22 @@ def test_a_run_killed_before_its_first_checkpoint_or_before_its_model(
     ]
 
 
-def test_pretrain_reads_a_corpus_as_text_prepare_would(tmp_path: Path, shared_data: Path) -> None:
+def test_pretrain_reads_a_corpus_as_text_prepare_would(tmp_path: Path, shared_data: Path, capsys) -> None:  # noqa: ANN001
     """The Korean bills: one document per file, wrapped lines with blank lines between them."""
     run = tmp_path / "run"
     config = tmp_path / "job.json"
-    config.write_text(json.dumps({"model": TINY, "data": {"eval_fraction": 0.3, "max_seq_length": 64}}))
+    read = {"documents": "file", "blank_lines_wrap": True}  # a config file's read section, and a flag over it
+    config.write_text(json.dumps({"model": TINY, "data": {"eval_fraction": 0.3, "max_seq_length": 64}, "read": read}))
     bills = sorted((shared_data / "corpora" / "ko" / "kobill").glob("*.txt"))[:6]
-    args = ["pretrain", "--config", str(config), "--corpus", *map(str, bills), "--doc-per-file", "--join-lines",
-            "--blank-lines-wrap", "--vocab-size", "700", "--out", str(run), *FAST]  # fmt: skip
+    args = ["pretrain", "--config", str(config), "--corpus", *map(str, bills), "--join-lines", "--vocab-size",
+            "700", "--out", str(run), *FAST]  # fmt: skip
     assert main(args) == 0
     manifest = json.loads((run / "prep" / "data" / "manifest.json").read_text())
     assert sum(manifest["documents"].values()) == 6 and manifest["vocab_size"] == 700
     assert main(["pretrain", "--out", str(run), "--resume", "--join-lines"]) == 2  # the data is the run's own
+    # with a built data directory, the corpus flags would do nothing: said, not ignored
+    assert main(["pretrain", "--data", str(run / "prep" / "data"), "--join-lines", "--out", str(tmp_path / "b")]) == 2
+    assert "--join-lines shape the tokenizer and data built from --corpus" in capsys.readouterr().err
 
 
 def test_data_built_with_another_tokenizer_is_refused(

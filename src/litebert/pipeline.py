@@ -131,7 +131,7 @@ def _lock_for_resume(out: Path, env: dist.DistEnv) -> None:
     if env.is_main and out.is_dir():
         try:
             RunFiles(run_dir=out).lock_dir()
-        except ValueError as exc:
+        except (ValueError, OSError) as exc:
             error = exc
     error = dist.broadcast_object(error, env)
     if error is not None:

@@ -61,8 +61,10 @@ def _pretrain(args: argparse.Namespace) -> int:
     from litebert.pipeline import PretrainJob, run_job
 
     read_flags = ("doc_per_file", "no_split", "join_lines", "blank_lines_wrap", "language")
-    shaping = ("preset", "init_from", "tokenizer", "corpus", "vocab_size", *read_flags)
-    fixed = [f"--{k.replace('_', '-')}" for k in shaping if getattr(args, k)]
+    given_read = [f"--{k.replace('_', '-')}" for k in read_flags if getattr(args, k)]
+    given_read += ["--text-field"] if args.text_field != "text" else []
+    shaping = ("preset", "init_from", "tokenizer", "corpus", "vocab_size")
+    fixed = [f"--{k.replace('_', '-')}" for k in shaping if getattr(args, k)] + given_read
     if args.resume and fixed:
         raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
                          "cannot change them (start a new run with --init-from RUN_DIR/model instead)")  # fmt: skip
@@ -83,10 +85,18 @@ def _pretrain(args: argparse.Namespace) -> int:
             overrides[flag] = True
     if args.no_progress:
         overrides["progress"] = False
+    corpus_only = given_read + (["--vocab-size"] if args.vocab_size is not None else [])
+    if corpus_only and (args.data or job.data_dir or (args.tokenizer and args.vocab_size is not None)):
+        raise ValueError(f"{', '.join(corpus_only)} shape the tokenizer and data built from --corpus; with --data "
+                         "(or --tokenizer, for --vocab-size) they would do nothing")  # fmt: skip
     if args.vocab_size is not None:
         changes["vocab_size"] = args.vocab_size
-    if any(getattr(args, k) for k in read_flags) or args.text_field != "text":
-        changes["read"] = read_config_from(args)
+    if given_read:  # the flags given, over the config file's read section
+        flags = read_config_from(args)
+        fields = {"documents": args.doc_per_file, "split": args.no_split, "join_lines": args.join_lines,
+                  "blank_lines_wrap": args.blank_lines_wrap, "language": args.language,
+                  "text_field": args.text_field != "text"}  # fmt: skip
+        changes["read"] = dataclasses.replace(job.read, **{k: getattr(flags, k) for k, on in fields.items() if on})
     job = dataclasses.replace(job, **changes)
     summary = run_job(job, args.out, resume=args.resume, train_overrides=overrides)
     if summary.model_dir is not None:  # rank 0

@@ -28,6 +28,7 @@ from litebert.config import ModelConfig
 from litebert.data.shards import TOKENIZER_DIR
 from litebert.train import dist
 from litebert.train.checkpoint import (
+    checkpoint_dir,
     latest_checkpoint,
     load_trainer_state,
     rng_state,
@@ -296,11 +297,15 @@ def _check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -
 def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any) -> None:
     run.run_dir.mkdir(parents=True, exist_ok=True)
     run.lock_dir()  # before anything is written into it
-    stale = run.run_dir / METRICS_FILE
-    if stale.is_file() and stale.stat().st_size:
+    stale = [p for p in (run.run_dir / METRICS_FILE, checkpoint_dir(run.run_dir)) if p.exists()]
+    if stale:  # no usable checkpoint (run_started): its records and damaged checkpoints go
         warnings.warn(f"{run.run_dir}: an earlier run stopped before its first usable checkpoint; it starts "
-                      f"again and its records ({stale.name}) are replaced", stacklevel=2)  # fmt: skip
-        stale.unlink()
+                      f"again and its {', '.join(p.name for p in stale)} are replaced", stacklevel=2)  # fmt: skip
+        for path in stale:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
     if run.tokenizer_dir is not None:
         stored = run.run_dir / "tokenizer"
         stored.mkdir(exist_ok=True)
