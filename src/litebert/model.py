@@ -254,6 +254,7 @@ class Albert(nn.Module):
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
+        padding = None  # (B, T, 1) True at padded positions that were computed (a padded position 0)
         if attention_mask is None or bool(attention_mask.all()):
             x = self.encoder(x, None)  # (B, T, H)
         else:
@@ -266,9 +267,10 @@ class Albert(nn.Module):
             unpad = Unpadded(real | F.pad(pad0[:, None], (0, real.shape[1] - 1)))
             x = unpad.pad(self.encoder(unpad.unpad(x), real[:, None, None, :], unpad))  # (B, T, H)
             if bool(pad0.any()):
-                pooled = torch.tanh(self.pooler(x[:, 0]))
-                return x.masked_fill(~real[..., None], 0.0), pooled  # zeros at every padded position
+                padding = ~real[..., None]
         pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, H)
+        if padding is not None:
+            x = x.masked_fill(padding, 0.0)  # zeros at every padded position, position 0 included
         return x, pooled
 
 

@@ -13,6 +13,11 @@ _TRAIN_FLAGS = {
     "max_steps": int, "batch_size": int, "grad_accum": int, "lr": float, "warmup_steps": int, "save_every": int,
     "eval_every": int, "seed": int, "precision": str, "optimizer": str, "parallel": str,
 }  # fmt: skip
+# ReadConfig field -> the reading flag of `litebert text prepare` that sets it (for --corpus).
+_READ_FLAGS = {
+    "documents": "--doc-per-file", "split": "--no-split", "join_lines": "--join-lines",
+    "blank_lines_wrap": "--blank-lines-wrap", "language": "--language", "text_field": "--text-field",
+}  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,12 +64,14 @@ def _pretrain(args: argparse.Namespace) -> int:
 
     from litebert.config import read_json
     from litebert.pipeline import PretrainJob, run_job
+    from litebert.text import ReadConfig
 
-    read_flags = ("doc_per_file", "no_split", "join_lines", "blank_lines_wrap", "language")
-    given_read = [f"--{k.replace('_', '-')}" for k in read_flags if getattr(args, k)]
-    given_read += ["--text-field"] if args.text_field != "text" else []
+    # The reading flags given: the ReadConfig fields they set differ from ReadConfig's defaults.
+    read, default = read_config_from(args), ReadConfig()
+    read_fields = [k for k in _READ_FLAGS if getattr(read, k) != getattr(default, k)]
+    read_flags = [_READ_FLAGS[k] for k in read_fields]
     shaping = ("preset", "init_from", "tokenizer", "corpus", "vocab_size")
-    fixed = [f"--{k.replace('_', '-')}" for k in shaping if getattr(args, k)] + given_read
+    fixed = [f"--{k.replace('_', '-')}" for k in shaping if getattr(args, k)] + read_flags
     if args.resume and fixed:
         raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
                          "cannot change them (start a new run with --init-from RUN_DIR/model instead)")  # fmt: skip
@@ -85,18 +92,14 @@ def _pretrain(args: argparse.Namespace) -> int:
             overrides[flag] = True
     if args.no_progress:
         overrides["progress"] = False
-    corpus_only = given_read + (["--vocab-size"] if args.vocab_size is not None else [])
+    corpus_only = read_flags + (["--vocab-size"] if args.vocab_size is not None else [])
     if corpus_only and (args.data or job.data_dir or (args.tokenizer and args.vocab_size is not None)):
         raise ValueError(f"{', '.join(corpus_only)} shape the tokenizer and data built from --corpus; with --data "
                          "(or --tokenizer, for --vocab-size) they would do nothing")  # fmt: skip
     if args.vocab_size is not None:
         changes["vocab_size"] = args.vocab_size
-    if given_read:  # the flags given, over the config file's read section
-        flags = read_config_from(args)
-        fields = {"documents": args.doc_per_file, "split": args.no_split, "join_lines": args.join_lines,
-                  "blank_lines_wrap": args.blank_lines_wrap, "language": args.language,
-                  "text_field": args.text_field != "text"}  # fmt: skip
-        changes["read"] = dataclasses.replace(job.read, **{k: getattr(flags, k) for k, on in fields.items() if on})
+    if read_fields:  # the flags given, over the config file's read section
+        changes["read"] = dataclasses.replace(job.read, **{k: getattr(read, k) for k in read_fields})
     job = dataclasses.replace(job, **changes)
     summary = run_job(job, args.out, resume=args.resume, train_overrides=overrides)
     if summary.model_dir is not None:  # rank 0

@@ -124,11 +124,9 @@ def make_examples(
     ]
     pairs = Pairs(**{f: np.concatenate([getattr(p, f) for p in all_pairs]) for f in Pairs.FIELDS})
     if config.objective == "none":  # a pack that starts or ends at a document's end leaves out its separator
+        pairs.a0 += shuffled.tokens[pairs.a0] == vocab.sep_id  # a0 < a1 <= len: every pack is non-empty
         pairs.a1 -= shuffled.tokens[pairs.a1 - 1] == vocab.sep_id
-        pairs.a0 += (pairs.a0 < pairs.a1) & (
-            shuffled.tokens[np.minimum(pairs.a0, len(shuffled.tokens) - 1)] == vocab.sep_id
-        )
-        pairs = pairs.take(np.flatnonzero(pairs.a1 > pairs.a0))
+        pairs = pairs.take(np.flatnonzero(pairs.a1 > pairs.a0))  # a pack that was a separator alone
     pairs = pairs.take(pair_rng.permutation(len(pairs)))
     # Lay out and mask CHUNK examples at a time: the per-token temporaries stay small even for a window with
     # dupe_factor 40; the chunks draw from one generator in order, so the result is deterministic.
