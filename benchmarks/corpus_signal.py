@@ -15,7 +15,6 @@ pretrained on it has none to transfer either (issue 6). The L2 penalty is chosen
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 from collections import Counter
@@ -23,12 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from finetune_results import DATA, fit_logistic, split_rotten_tomatoes
+from finetune_results import DATA, bag_of_words, logistic_on_dev, read_split, split_rotten_tomatoes
 
 from litebert.pipeline import PACKAGED_CORPUS
 
 WORD = re.compile(r"[a-z0-9']+")
 SOTU = DATA.parent / "corpora" / "sotu"
+L2S = (1e-5, 1e-4, 1e-3, 1e-2)
 
 
 def corpus_words(paths: list[Path]) -> list[str]:
@@ -61,29 +61,6 @@ def ppmi_vectors(words: list[str], vocab_size: int, window: int, dim: int) -> di
     return {w: vectors[i] for w, i in vocab.items()}
 
 
-def read_split(split_dir: Path) -> dict[str, tuple[list[list[str]], torch.Tensor]]:
-    parts = {}
-    for name in ("train", "dev", "test"):
-        with open(split_dir / f"{name}.csv", newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        parts[name] = ([WORD.findall(r["text"].lower()) for r in rows],
-                       torch.tensor([float(r["label"] == "fresh") for r in rows]))  # fmt: skip
-    return parts
-
-
-def bag_of_words(parts: dict) -> dict[str, torch.Tensor]:
-    """Binary features of the words seen at least twice in train (finetune_results.py's baseline)."""
-    counts = Counter(w for doc in parts["train"][0] for w in set(doc))
-    vocab = {w: i for i, w in enumerate(w for w, n in counts.items() if n >= 2)}
-    out = {}
-    for name, (docs, _) in parts.items():
-        m = torch.zeros(len(docs), len(vocab))
-        for i, doc in enumerate(docs):
-            m[i, [vocab[w] for w in doc if w in vocab]] = 1.0
-        out[name] = m
-    return out
-
-
 def mean_vectors(parts: dict, vectors: dict[str, np.ndarray], dim: int) -> dict[str, torch.Tensor]:
     out = {}
     for name, (docs, _) in parts.items():
@@ -94,17 +71,6 @@ def mean_vectors(parts: dict, vectors: dict[str, np.ndarray], dim: int) -> dict[
                 m[i] = np.mean(found, axis=0)
         out[name] = torch.from_numpy(m)
     return out
-
-
-def score(features: dict[str, torch.Tensor], parts: dict) -> dict:
-    best: dict = {}
-    for l2 in (1e-5, 1e-4, 1e-3, 1e-2):
-        w, b = fit_logistic(features["train"], parts["train"][1], l2)
-        with torch.no_grad():
-            acc = {n: float(((features[n] @ w + b > 0).float() == parts[n][1]).float().mean()) for n in ("dev", "test")}
-        if not best or acc["dev"] > best["dev_accuracy"]:
-            best = {"l2": l2, "dev_accuracy": acc["dev"], "test_accuracy": acc["test"]}
-    return best
 
 
 def main() -> None:
@@ -121,7 +87,7 @@ def main() -> None:
     split_rotten_tomatoes(split_dir, args.split_seed)
     parts = read_split(split_dir)
     bow = bag_of_words(parts)
-    results: dict = {"bag_of_words": score(bow, parts), "corpora": []}
+    results: dict = {"bag_of_words": logistic_on_dev(bow, parts, L2S), "corpora": []}
     print("bag of words", json.dumps(results["bag_of_words"]), flush=True)
     corpora = [args.corpus] if args.corpus else [[PACKAGED_CORPUS], [PACKAGED_CORPUS, SOTU]]
     for paths in corpora:
@@ -133,9 +99,11 @@ def main() -> None:
             "corpus": [str(c) for c in paths],
             "corpus_words": len(words),
             "test_words_outside_corpus_vocab": sum(w not in vectors for w in test_tokens) / len(test_tokens),
-            "vectors_only": score(emb, parts),
+            "vectors_only": logistic_on_dev(emb, parts, L2S),
             # the vectors scaled so that their penalty weighs like the bag's: a mean unit vector is short
-            "bag_of_words_plus_vectors": score({n: torch.cat([bow[n], 3 * emb[n]], 1) for n in bow}, parts),
+            "bag_of_words_plus_vectors": logistic_on_dev(
+                {n: torch.cat([bow[n], 3 * emb[n]], 1) for n in bow}, parts, L2S
+            ),
         }
         results["corpora"].append(row)
         print(json.dumps(row), flush=True)

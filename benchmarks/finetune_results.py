@@ -108,33 +108,48 @@ def run_rt(args: argparse.Namespace, split_dir: Path, name: str, random_init: bo
     return run
 
 
-def bow_logistic_regression(split_dir: Path) -> dict:
-    """Binary bag of words (lower-cased words seen twice in train) + L2 logistic regression (L-BFGS), the
-    penalty chosen on dev: what the labelled snippets alone teach a linear model."""
-
-    def read(name: str) -> tuple[list[list[str]], torch.Tensor]:
+def read_split(split_dir: Path) -> dict[str, tuple[list[list[str]], torch.Tensor]]:
+    """train/dev/test of `split_rotten_tomatoes` as lower-cased words per snippet and 0/1 labels (1 = fresh)."""
+    parts = {}
+    for name in ("train", "dev", "test"):
         with open(split_dir / f"{name}.csv", newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
-        words = [re.findall(r"[a-z0-9']+", r["text"].lower()) for r in rows]
-        return words, torch.tensor([float(r["label"] == "fresh") for r in rows])
+        parts[name] = ([re.findall(r"[a-z0-9']+", r["text"].lower()) for r in rows],
+                       torch.tensor([float(r["label"] == "fresh") for r in rows]))  # fmt: skip
+    return parts
 
-    parts = {name: read(name) for name in ("train", "dev", "test")}
+
+def bag_of_words(parts: dict) -> dict[str, torch.Tensor]:
+    """Binary features of the words seen at least twice in train, per part."""
     counts = Counter(w for doc in parts["train"][0] for w in set(doc))
     vocab = {w: i for i, w in enumerate(w for w, n in counts.items() if n >= 2)}
-    x = {}
+    out = {}
     for name, (docs, _) in parts.items():
         m = torch.zeros(len(docs), len(vocab))
         for i, doc in enumerate(docs):
             m[i, [vocab[w] for w in doc if w in vocab]] = 1.0
-        x[name] = m
+        out[name] = m
+    return out
+
+
+def logistic_on_dev(x: dict[str, torch.Tensor], parts: dict, l2s: tuple[float, ...] = (1e-4, 1e-3, 1e-2)) -> dict:
+    """L2 logistic regression on x["train"], the penalty chosen by dev accuracy; test scored with that one."""
     best: dict = {}
-    for l2 in (1e-4, 1e-3, 1e-2):
+    for l2 in l2s:
         w, b = fit_logistic(x["train"], parts["train"][1], l2)
         with torch.no_grad():
             acc = {n: float(((x[n] @ w + b > 0).float() == parts[n][1]).float().mean()) for n in ("dev", "test")}
         if not best or acc["dev"] > best["dev_accuracy"]:
-            best = {"l2": l2, "vocab": len(vocab), "dev_accuracy": acc["dev"], "test_accuracy": acc["test"]}
+            best = {"l2": l2, "dev_accuracy": acc["dev"], "test_accuracy": acc["test"]}
     return best
+
+
+def bow_logistic_regression(split_dir: Path) -> dict:
+    """Binary bag of words (lower-cased words seen twice in train) + L2 logistic regression (L-BFGS), the
+    penalty chosen on dev: what the labelled snippets alone teach a linear model."""
+    parts = read_split(split_dir)
+    x = bag_of_words(parts)
+    return {**logistic_on_dev(x, parts), "vocab": x["train"].shape[1]}
 
 
 def fit_logistic(x: torch.Tensor, y: torch.Tensor, l2: float) -> tuple[torch.Tensor, torch.Tensor]:
