@@ -101,6 +101,26 @@ def test_conll2003_reader():
     assert sentences[0].tags[:3] == ["B-ORG", "O", "B-MISC"] and sentences[0].line == 3
 
 
+def test_conllu_reader_takes_forms_and_upos(tmp_path):
+    # Universal Dependencies' layout: comments, multiword-token ranges (1-2 "We're") and empty nodes (9.1) are
+    # not words; the tag is UPOS (column 4), not the last column (MISC)
+    sentences = read_conll(FIXTURES / "ud_sample.conllu")
+    assert [s.words for s in sentences] == [
+        ["The", "whale", "surfaced", "near", "the", "ship", "."],
+        ["We", "'re", "gon", "na", "sail", ",", "and", "they", "will", "too", "."],
+    ]
+    assert sentences[0].tags == ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN", "PUNCT"]
+    assert sentences[1].tags[:5] == ["PRON", "AUX", "VERB", "PART", "VERB"] and sentences[1].line == 15
+    # the same file under another name is recognised by its columns
+    text = (FIXTURES / "ud_sample.conllu").read_text()
+    (tmp_path / "train.txt").write_text(text)
+    assert [s.tags for s in read_conll(tmp_path / "train.txt")] == [s.tags for s in sentences]
+    # a word line with a column missing names its line
+    (tmp_path / "bad.conllu").write_text(text.replace("4\tnear\tnear\tADP\tIN\t_\t6", "4\tnear\tnear\tADP\tIN\t6"))
+    with pytest.raises(ValueError, match=r"bad.conllu: line 7: a CoNLL-U word line has 10 tab-separated columns"):
+        read_conll(tmp_path / "bad.conllu")
+
+
 def test_conll_chunks_follow_conlleval():
     assert chunks(["B-PER", "I-PER", "O", "B-LOC"]) == {("PER", 0, 1), ("LOC", 3, 3)}
     # IOB1: I- after O starts a chunk; B- splits two adjacent chunks of one type

@@ -1,5 +1,8 @@
 """Token classification on CoNLL-style files: one token per line, its tag in the last column, blank lines
 between sentences, `-DOCSTART-` lines ignored (the CoNLL-2003 NER layout; two-column word/tag files too).
+Universal Dependencies' CoNLL-U (named .conllu, or 10 tab-separated columns opening with a word id) is read
+too: `#` comment lines, multiword-token ranges (3-4) and empty nodes (5.1) are skipped, and the tag is the
+UPOS column.
 
 Words are encoded one by one; the tag goes on a word's first piece and the other pieces are ignored in the
 loss (-100), the usual BERT recipe for NER. A sentence longer than max_seq_length - 2 pieces is cut and
@@ -10,6 +13,8 @@ by token accuracy; for tag sets without chunk prefixes (e.g. POS) "f1" is the ma
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +26,7 @@ from litebert.tasks.common import Report, TokenizerLike, open_text
 from litebert.tasks.metrics import accuracy, f1_macro
 
 IGNORE = -100
+CONLLU_ID = re.compile(r"\d+(?:[-.]\d+)?")  # a word (7), a multiword token's range (3-4), an empty node (5.1)
 
 
 @dataclass
@@ -36,11 +42,17 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
     words: list[str] = []
     tags: list[str] = []
     start = 0
+    conllu = is_conllu(path)
     with open_text(path) as f:
         for n, raw in enumerate(f, 1):
-            # columns are tab- or space-separated; other whitespace (a no-break space in "10 000") is in the word
-            cols = raw.strip("\r\n").split("\t") if "\t" in raw else raw.strip("\r\n").split(" ")
-            cols = [c for c in cols if c.strip()]
+            if conllu:
+                cols = _conllu_columns(raw, path, n)
+                if cols is None:  # a comment, a multiword token's range or an empty node
+                    continue
+            else:
+                # columns are tab- or space-separated; other whitespace (a no-break space in "10 000") is in the word
+                cols = raw.strip("\r\n").split("\t") if "\t" in raw else raw.strip("\r\n").split(" ")
+                cols = [c for c in cols if c.strip()]
             if not cols or cols[0] == "-DOCSTART-":
                 if words:
                     out.append(TaggedSentence(words, tags if tags else None, start))
@@ -58,6 +70,40 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
     if not out:
         raise ValueError(f"{path}: no sentences")
     return out
+
+
+def is_conllu(path: str | Path) -> bool:
+    """CoNLL-U: named .conllu (also .gz/.bz2), or its first word line has 10 tab-separated columns opening with
+    a word id."""
+    suffixes = [s for s in Path(path).suffixes if s not in (".gz", ".bz2")]
+    if suffixes and suffixes[-1] == ".conllu":
+        return True
+    with open_text(path) as f:
+        for raw in itertools.islice(f, 10_000):
+            line = raw.strip("\r\n")
+            if line.strip() and not line.startswith("#"):
+                cols = line.split("\t")
+                return len(cols) == 10 and CONLLU_ID.fullmatch(cols[0]) is not None
+    return False
+
+
+def _conllu_columns(raw: str, path: str | Path, n: int) -> list[str] | None:
+    """[FORM, UPOS] of a CoNLL-U word line ([FORM] when UPOS is "_"), [] for a blank line, None for lines that
+    are no word of the sentence (comments, multiword-token ranges, empty nodes)."""
+    line = raw.strip("\r\n")
+    if not line.strip():
+        return []
+    if line.startswith("#"):
+        return None
+    cols = line.split("\t")
+    if len(cols) != 10 or CONLLU_ID.fullmatch(cols[0]) is None:
+        raise ValueError(
+            f"{path}: line {n}: a CoNLL-U word line has 10 tab-separated columns opening with a word id, "
+            f"got {line[:80]!r}"
+        )
+    if not cols[0].isdigit():
+        return None
+    return [cols[1]] if cols[3] == "_" else [cols[1], cols[3]]
 
 
 def chunks(tags: list[str]) -> set[tuple[str, int, int]]:
