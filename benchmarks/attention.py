@@ -4,11 +4,13 @@ The figures behind `litebert.model.EXPLICIT_MAX_LENGTH`: the explicit path is us
 where it stops winning (64 in fp32, 256 in bf16).
 
     python benchmarks/attention.py --threads 2
+    python benchmarks/attention.py --threads 2 --softmax   # bf16: softmax in bf16 (litebert) vs in fp32 + casts
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -26,6 +28,13 @@ def explicit(q, k, v, mask):  # noqa: ANN001, ANN201 - forces the explicit path 
         return model.attend(q, k, v, mask, 0.0)
     finally:
         model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES = saved
+
+
+def explicit_fp32_softmax(q, k, v, mask):  # noqa: ANN001, ANN201 - the explicit path before it kept bf16 softmax
+    scores = torch.matmul(q, k.transpose(-1, -2)) * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), v)
 
 
 def fused(q, k, v, mask):  # noqa: ANN001, ANN201
@@ -52,8 +61,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--softmax", action="store_true", help="bf16 softmax vs fp32 softmax + casts, explicit path")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.softmax:
+        softmax_dtype(args.reps)
+        return
     print(f"torch {torch.__version__}, {args.threads} threads; forward + backward, head size 64")
     print(f"{'B':>3} {'N':>3} {'T':>4} {'dtype':<9} {'mask':<5} {'fused ms':>9} {'explicit ms':>12} {'speedup':>8}")
     for shape in SHAPES:
@@ -64,6 +77,22 @@ def main() -> None:
                 B, N, T = shape
                 name = str(dtype).removeprefix("torch.")
                 print(f"{B:>3} {N:>3} {T:>4} {name:<9} {masked!s:<5} {a:>9.1f} {b:>12.1f} {a / b:>7.2f}x")
+
+
+def softmax_dtype(reps: int) -> None:
+    """Median over 9 alternating rounds of (fp32-softmax time / bf16-softmax time), forward + backward in bf16."""
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; bf16 forward + backward, head size 64")
+    print(f"{'B':>3} {'N':>3} {'T':>4} {'mask':<5} {'fp32 softmax ms':>16} {'bf16 softmax ms':>16} {'speedup':>8}")
+    for shape in [(32, 2, 32), (32, 12, 32), (32, 12, 64), (8, 12, 128), (32, 2, 128), (8, 12, 256)]:
+        for masked in (False, True):
+            a, b = [], []
+            for _ in range(9):
+                a.append(milliseconds(lambda *t: explicit_fp32_softmax(*t), shape, torch.bfloat16, masked, reps))
+                b.append(milliseconds(explicit, shape, torch.bfloat16, masked, reps))
+            ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
+            B, N, T = shape
+            print(f"{B:>3} {N:>3} {T:>4} {masked!s:<5} {statistics.median(a):>16.2f} {statistics.median(b):>16.2f} "
+                  f"{ratio:>7.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import torch
 
 import litebert
 from litebert import model as model_module
-from litebert.heads import cross_entropy_rows, mlm_loss
+from litebert.heads import mlm_loss
 from litebert.model import attend, dropout, layer_schedule
 
 CFG = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_layers=3, num_heads=4, intermediate_size=64)
@@ -72,26 +72,24 @@ def test_mlm_loss_all_padding_is_zero():
     assert mlm_loss(torch.randn(1, 2, 5), torch.tensor([[-100, -100]])).item() == 0.0
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
-def test_row_cross_entropy_equals_torch_in_chunks(monkeypatch, dtype):
-    # The chunked MLM cross-entropy gives F.cross_entropy's values and gradients (of fp32 logits), whatever the
-    # chunking: 64 logits per chunk here, so 97-wide rows go one per chunk and a 7-row batch takes 7 chunks.
-    monkeypatch.setattr(litebert.heads, "CE_CHUNK_ELEMENTS", 64)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_mlm_loss_in_chunks_equals_one_piece(monkeypatch, dtype):
+    # Chunks of 2 rows of 97 logits (the last one shorter): the loss and the gradient are those of one piece
     g = torch.Generator().manual_seed(0)
-    logits = (torch.randn(7, 97, generator=g) * 4).to(dtype)
-    labels = torch.randint(0, 97, (7,), generator=g)
-    upstream = torch.rand(7, generator=g)
+    logits = (torch.randn(2, 5, 97, generator=g) * 4).to(dtype)
+    labels = torch.randint(0, 97, (2, 5), generator=g)
+    labels[1, 3:] = -100
     runs = []
-    for fn in (cross_entropy_rows, lambda x, y: torch.nn.functional.cross_entropy(x.float(), y, reduction="none")):
+    for chunk in (2 * 97 * 4, 1 << 30):
+        monkeypatch.setattr(litebert.heads, "CE_CHUNK_BYTES", chunk)
         x = logits.clone().requires_grad_()
-        ce = fn(x, labels)
-        (ce * upstream).sum().backward()
-        runs.append((ce, x.grad))
-    (ce, grad), (ref_ce, ref_grad) = runs
-    assert ce.dtype == torch.float32 and grad.dtype == dtype
-    torch.testing.assert_close(ce, ref_ce, rtol=1e-6, atol=1e-5)
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype != torch.bfloat16 else dict(rtol=1e-2, atol=1e-4)
-    torch.testing.assert_close(grad.float(), ref_grad.float(), **tol)
+        loss = mlm_loss(x, labels)
+        loss.backward()
+        runs.append((loss, x.grad))
+    (loss, grad), (ref_loss, ref_grad) = runs
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(grad, ref_grad, rtol=1e-6, atol=1e-7)
+    assert loss.dtype == torch.float32 and grad.dtype == dtype and bool((grad[1, 3:] == 0).all())
 
 
 def test_padding_does_not_change_real_positions():
