@@ -87,7 +87,7 @@ def softmax_dtype(reps: int) -> None:
         for masked in (False, True):
             a, b = [], []
             for _ in range(9):
-                a.append(milliseconds(lambda *t: explicit_fp32_softmax(*t), shape, torch.bfloat16, masked, reps))
+                a.append(milliseconds(explicit_fp32_softmax, shape, torch.bfloat16, masked, reps))
                 b.append(milliseconds(explicit, shape, torch.bfloat16, masked, reps))
             ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
             B, N, T = shape

@@ -117,12 +117,19 @@ def open_text(path: str | Path) -> _Utf8Text:
     return _Utf8Text(path)
 
 
+def format_suffix(path: str | Path) -> str:
+    """The suffix naming a file's format, looking through the compression `open_text` undoes ("a.tsv.gz" ->
+    ".tsv"); "" when there is none."""
+    suffixes = [s for s in Path(path).suffixes if s not in (".gz", ".bz2")]
+    return suffixes[-1] if suffixes else ""
+
+
 def table_delimiter(path: str | Path) -> str:
     """Tab for .tsv (GLUE), comma for .csv; any other name (SICK.txt, MRPC's msr_paraphrase_train.txt) is
     tab-separated when its first line holds a tab. Compression suffixes are looked through."""
-    suffixes = [s for s in Path(path).suffixes if s not in (".gz", ".bz2")]
-    if suffixes and suffixes[-1] in (".tsv", ".csv"):
-        return "\t" if suffixes[-1] == ".tsv" else ","
+    suffix = format_suffix(path)
+    if suffix in (".tsv", ".csv"):
+        return "\t" if suffix == ".tsv" else ","
     with open_text(path) as f:
         first = next(iter(f), "")
     return "\t" if "\t" in first else ","

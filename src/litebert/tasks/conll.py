@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, TokenizerLike, open_text
+from litebert.tasks.common import Report, TokenizerLike, format_suffix, open_text
 from litebert.tasks.metrics import accuracy, f1_macro
 
 IGNORE = -100
@@ -75,8 +75,7 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
 def is_conllu(path: str | Path) -> bool:
     """CoNLL-U: named .conllu (also .gz/.bz2), or its first word line has 10 tab-separated columns opening with
     a word id."""
-    suffixes = [s for s in Path(path).suffixes if s not in (".gz", ".bz2")]
-    if suffixes and suffixes[-1] == ".conllu":
+    if format_suffix(path) == ".conllu":
         return True
     with open_text(path) as f:
         for raw in itertools.islice(f, 10_000):
