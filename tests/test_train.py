@@ -159,7 +159,8 @@ def test_grad_accumulation_matches_one_big_batch(tmp_path: Path) -> None:
 
 
 def test_compiled_model_trains_like_the_eager_one_and_saves_the_same_names(tmp_path: Path) -> None:
-    mc = model_config(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0)
+    # Dropout on: the compiled model calls the eager dropout mask as an operator, so it draws the same masks.
+    mc = model_config(classifier_dropout=0.0)  # the SOP head's nn.Dropout is torch's, which inductor redraws
     kw = dict(max_steps=3, save_every=3, eval_every=10)
     runs = {}
     for name, compile_ in (("eager", False), ("compiled", True)):
