@@ -8,7 +8,7 @@ import torch
 import litebert
 from litebert import model as model_module
 from litebert.heads import mlm_loss
-from litebert.model import attend, dropout, layer_schedule
+from litebert.model import SFC64_MIN_WORDS, attend, dropout, layer_schedule, random_words
 
 CFG = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_layers=3, num_heads=4, intermediate_size=64)
 
@@ -137,6 +137,17 @@ def test_dropout_drops_at_rate_p_and_rescales(p):
     torch.testing.assert_close(x.grad, y.detach())  # the gradient goes through the same mask and scale
     assert dropout(x, p, training=False) is x and dropout(x, 0.0) is x
     assert not torch.equal(dropout(x, p), dropout(x, p))  # a fresh mask every call
+
+
+@pytest.mark.parametrize("count", [SFC64_MIN_WORDS - 1, SFC64_MIN_WORDS])  # torch's generator, then SFC64
+def test_dropout_masks_are_fixed_by_torch_seed_and_fresh_each_call(count):
+    torch.manual_seed(7)
+    first, second = random_words(count), random_words(count)
+    torch.manual_seed(7)
+    assert torch.equal(random_words(count), first) and torch.equal(random_words(count), second)
+    assert not torch.equal(first, second)
+    slices = first.view(torch.int16).float()  # every 16-bit slice uniform on [-32768, 32767]
+    assert abs(slices.mean().item()) < 600 and abs(slices.std().item() - 65536 / 12**0.5) < 300
 
 
 def test_sharing_schedules():
