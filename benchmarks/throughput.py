@@ -182,7 +182,9 @@ def autocast(precision: str):
     return contextlib.nullcontext()
 
 
-def run_case(case: str, pair: Pair, batches: list[dict], precision: str, reps: int) -> tuple[list, list]:
+def run_case(case: str, pair: Pair, batches: list[dict], precision: str, reps: int) -> tuple[list, list, list]:
+    """Per timed repetition: litebert's time, transformers' time, and the dense-matmul peak measured right after
+    them (MFU compares each repetition with the peak of its own moment: this machine's speed drifts by 10-15%)."""
     ours, theirs = pair.ours.train(), pair.theirs.train()
 
     def step_ours(b):
@@ -219,7 +221,7 @@ def run_case(case: str, pair: Pair, batches: list[dict], precision: str, reps: i
         ours.eval()
         theirs.eval()
     ours_batches, theirs_batches = batches
-    t_ours, t_theirs = [], []
+    t_ours, t_theirs, peaks = [], [], []
     for r in range(reps + 1):  # the first round warms up both
         for fn, bs, acc in ((step_ours, ours_batches, t_ours), (step_theirs, theirs_batches, t_theirs)):
             start = time.perf_counter()
@@ -227,7 +229,9 @@ def run_case(case: str, pair: Pair, batches: list[dict], precision: str, reps: i
                 fn(b)
             if r:
                 acc.append(time.perf_counter() - start)
-    return t_ours, t_theirs
+        if r:
+            peaks.append(matmul_peak(torch.bfloat16 if precision == "bf16" else torch.float32, reps=3))
+    return t_ours, t_theirs, peaks
 
 
 def main() -> None:
@@ -261,7 +265,7 @@ def main() -> None:
     print(f"# dense matmul peak: fp32 {peak['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peak['bf16'] / 1e9:.0f} GFLOP/s")
     print(
         f"{'preset':<12} {'case':<15} {'seq':>4} {'prec':<5} {'speedup':>8} {'ours tok/s':>11} {'hf tok/s':>10} "
-        f"{'ours MFU':>8} {'hf MFU':>7} {'peak RSS':>9}"
+        f"{'ours MFU':>8} {'hf MFU':>7} {'GF/s':>6} {'peak RSS':>9}"
     )
     tmp = args.cache / "models"
     for name in args.preset:
@@ -285,17 +289,19 @@ def main() -> None:
                     batches = (finetune_batches(seqs_, 32, True, 0), finetune_batches(seqs_, 32, False, 0))
                     tokens = sum(len(s) for s in seqs_[: len(batches[0]) * 32])
                 for prec in args.precision:
-                    t_ours, t_theirs = run_case(case, pair, batches, prec, args.reps)
+                    t_ours, t_theirs, peaks = run_case(case, pair, batches, prec, args.reps)
                     ratio = statistics.median(b / a for a, b in zip(t_ours, t_theirs, strict=True))
                     ours_tps, hf_tps = tokens / statistics.median(t_ours), tokens / statistics.median(t_theirs)
                     mfu_o = mfu_t = float("nan")
                     if case.startswith("pretrain"):
                         fpt = train_flops_per_token(config, T, 0.15)
-                        mfu_o, mfu_t = ours_tps * fpt / peak[prec], hf_tps * fpt / peak[prec]
+                        flops = tokens * fpt
+                        mfu_o = statistics.median(flops / t / pk for t, pk in zip(t_ours, peaks, strict=True))
+                        mfu_t = statistics.median(flops / t / pk for t, pk in zip(t_theirs, peaks, strict=True))
                     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                     print(
                         f"{name:<12} {case:<15} {T:>4} {prec:<5} {ratio:>7.2f}x {ours_tps:>11,.0f} {hf_tps:>10,.0f} "
-                        f"{mfu_o:>8.0%} {mfu_t:>7.0%} {rss:>7.0f}MB",
+                        f"{mfu_o:>8.0%} {mfu_t:>7.0%} {statistics.median(peaks) / 1e9:>6.0f} {rss:>7.0f}MB",
                         flush=True,
                     )
                     if args.json:
@@ -312,6 +318,7 @@ def main() -> None:
                                         hf_tokens_per_s=hf_tps,
                                         ours_mfu=mfu_o,
                                         hf_mfu=mfu_t,
+                                        matmul_peak=statistics.median(peaks),
                                         compiled=args.compile,
                                     )
                                 )
