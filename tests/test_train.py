@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -194,6 +195,39 @@ def test_bf16_autocast_trains_on_cpu(tmp_path: Path) -> None:
     summary = run(tmp_path / "bf16", precision="bf16", max_steps=4, lr=3e-3)
     assert all(torch.isfinite(torch.tensor(summary.losses)))
     assert summary.eval["eval_mlm_loss"] > 0
+
+
+@pytest.mark.parametrize(
+    ("caps", "native"),
+    [
+        ({"architecture": "x86_64", "avx2": True, "avx512_bf16": False, "amx_bf16": False}, False),  # AMD Zen 3
+        ({"architecture": "x86_64", "avx512_bf16": True, "amx_bf16": False}, True),
+        ({"architecture": "x86_64", "avx512_bf16": False, "amx_bf16": True}, True),
+    ],
+)
+def test_auto_precision_is_bf16_only_where_the_cpu_has_bf16_units(monkeypatch, caps, native) -> None:  # noqa: ANN001
+    from litebert.train.loop import native_bf16, resolve_precision
+
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: caps)
+    cpu = torch.device("cpu")
+    assert native_bf16(cpu) is native
+    assert resolve_precision("auto", cpu) == ("bf16" if native else "fp32")
+    assert resolve_precision("fp32", cpu) == "fp32"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert resolve_precision("bf16", cpu) == "bf16"  # an explicit choice is kept ...
+    slow = [w for w in caught if "without bf16 units" in str(w.message)]
+    assert len(slow) == (0 if native else 1)  # ... with a warning where it is slow
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_a_run_saves_the_precision_auto_resolved_to(tmp_path: Path, monkeypatch, native: bool) -> None:  # noqa: ANN001
+    import litebert.train.loop
+
+    monkeypatch.setattr(litebert.train.loop, "native_bf16", lambda device: native)
+    summary = run(tmp_path / "auto", precision="auto", max_steps=2, save_every=2)
+    saved = json.loads((summary.run_dir / "run_config.json").read_text())["train"]
+    assert saved["precision"] == ("bf16" if native else "fp32")
 
 
 def test_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001

@@ -70,7 +70,7 @@ def test_cli_pretrain_on_a_built_data_dir_then_resume(
     assert "--preset cannot change them" in capsys.readouterr().err
     with pytest.warns(UserWarning, match=r"changed settings \{'grad_accum': 2, 'max_steps .*': '3 -> 5'\}.*will not"):
         assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "5", "--grad-accum", "2",
-                     "--no-progress"]) == 0  # fmt: skip
+                     "--precision", "auto", "--no-progress"]) == 0  # fmt: skip  # auto: the precision it resolved to
     steps = [r["step"] for r in (json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines())]
     assert steps[-1] == 5 and json.loads((run / "run_config.json").read_text())["train"]["max_steps"] == 3
 
@@ -212,7 +212,10 @@ def _batches(data_dir: Path):  # noqa: ANN202
 
 def test_embedded_default_runs_end_to_end_on_the_packaged_corpus(tmp_path: Path) -> None:
     """`litebert pretrain` with no arguments, cut to 2 steps: packaged corpus -> tokenizer -> data -> model."""
+    import torch
+
     from litebert.pipeline import PACKAGED_CORPUS
+    from litebert.train.loop import native_bf16
 
     assert len(list(PACKAGED_CORPUS.glob("chapter_*.txt"))) == 135 == len(list(PACKAGED_CORPUS.iterdir()))
     short = tmp_path / "short.json"
@@ -221,7 +224,9 @@ def test_embedded_default_runs_end_to_end_on_the_packaged_corpus(tmp_path: Path)
     assert main(["pretrain", "--config", str(short), "--out", str(out), "--max-steps", "2", "--no-progress"]) == 0
     config = json.loads((out / "run_config.json").read_text())
     assert config["model"]["hidden_size"] == litebert.preset("tiny").hidden_size
-    assert config["model"]["vocab_size"] == 8000 and config["train"]["precision"] == "bf16"
+    # "auto": bf16 where the CPU has bf16 units (AVX512-BF16, AMX), fp32 elsewhere, saved as resolved
+    expected = "bf16" if native_bf16(torch.device("cpu")) else "fp32"
+    assert config["model"]["vocab_size"] == 8000 and config["train"]["precision"] == expected
     assert litebert.load(out / "model").config.max_position >= 128
     assert (out / "plots" / "loss.png").is_file() and (out / "eval.json").is_file()
     manifest = json.loads((out / "prep" / "data" / "build_state.json").read_text())

@@ -20,6 +20,7 @@ from litebert.data import DataConfig
 from litebert.text import ReadConfig
 from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
+from litebert.train.loop import resolve_precision
 from litebert.train.run import RUN_CONFIG, RunFiles, run_started
 
 PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus" / "moby-dick"  # the chapters, not the README
@@ -31,7 +32,7 @@ DEFAULT_PRESET = "tiny"
 # The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
 DEFAULT_TRAIN = dict(
     max_steps=1600, batch_size=32, lr=1e-2, warmup_ratio=0.1, save_every=400, eval_every=400, log_every=20,
-    precision="bf16",
+    precision="auto",
 )  # fmt: skip
 # ALBERT v2 trains the encoder without dropout (PAPER.md section 1): at this scale it only slows MLM down.
 # The SOP classifier keeps its dropout: with a few thousand pairs it otherwise memorises their order.
@@ -115,7 +116,7 @@ def run_job(
                 warnings.simplefilter("ignore")
             if resume:
                 _lock_for_resume(out, env)
-            summary = _resume(job, out, train_overrides or {}) if resume else _fresh(job, out, env)
+            summary = _resume(job, out, train_overrides or {}, env) if resume else _fresh(job, out, env)
         if env.is_main:
             _plots(out)
         return summary
@@ -202,7 +203,7 @@ def _model_config(job: PretrainJob, data_dir: Path) -> ModelConfig:
     return preset(job.preset, **{**fields, **_model_fields(job)})
 
 
-def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSummary:
+def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.DistEnv) -> TrainSummary:
     """Continue RUN_DIR with its own model config and data; `job.train` carries the (possibly new) settings."""
     from litebert.train.checkpoint import latest_checkpoint, list_checkpoints, verify_checkpoint
     from litebert.weights import load_config
@@ -222,6 +223,8 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any]) -> TrainSumm
     if asked and ModelConfig.from_dict({**model_config.to_dict(), **asked}) != model_config:
         raise ValueError(f"{ckpt}: cannot resume with different model settings {asked}")
     data_dir = job.data_dir or saved.get("data_dir")
+    if overrides.get("precision") == "auto":  # the run saved the precision it resolved to: compare with that
+        overrides = {**overrides, "precision": resolve_precision("auto", env.device)}
     train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
     step = int(verify_checkpoint(ckpt)["step"])
     for key in ("batch_size", "seed"):  # the data position is saved per batch of this size and seed

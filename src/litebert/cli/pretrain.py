@@ -43,7 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--save-every", type=int, metavar="N")
     p.add_argument("--eval-every", type=int, metavar="N")
     p.add_argument("--seed", type=int)
-    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"))
+    p.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "fp16", "auto"),
+        help="auto (the default run): bf16 where the device has bf16 units, else fp32",
+    )
     p.add_argument("--optimizer", choices=("lamb", "adamw"))
     p.add_argument("--parallel", choices=("ddp", "fsdp"), help="under torchrun (default ddp)")
     p.add_argument("--grad-checkpointing", action="store_true", help="recompute activations in backward")

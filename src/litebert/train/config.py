@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 OPTIMIZERS = ("lamb", "adamw")
-PRECISIONS = ("fp32", "bf16", "fp16")
+PRECISIONS = ("fp32", "bf16", "fp16", "auto")  # auto: bf16 where the device has bf16 units
 PARALLEL = ("ddp", "fsdp")
 DEVICES = ("auto", "cpu", "cuda")
 
