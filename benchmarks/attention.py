@@ -1,9 +1,11 @@
 """Attention forward + backward on CPU: torch's fused kernel (SDPA) against the explicit softmax(QK^T)V product.
 
 The figures behind `litebert.model.EXPLICIT_MAX_LENGTH`: the explicit path is used on CPU up to the length
-where it stops winning (64 in fp32, 256 in bf16).
+where it stops winning (64 in fp32, 256 in bf16), and at every length with attention dropout (torch has no fused CPU
+kernel with dropout: SDPA then runs its own explicit product with Bernoulli masks).
 
     python benchmarks/attention.py --threads 2
+    python benchmarks/attention.py --threads 2 --dropout 0.1   # both with attention dropout (ALBERT v1)
     python benchmarks/attention.py --threads 2 --softmax   # bf16: softmax in bf16 (litebert) vs in fp32 + casts
 """
 
@@ -21,11 +23,14 @@ from litebert import model
 SHAPES = [(32, 2, 40), (32, 2, 128), (16, 2, 256), (32, 12, 64), (8, 12, 128), (8, 12, 256), (8, 12, 512)]
 
 
+DROPOUT = 0.0  # attention dropout of `explicit` and `fused` (--dropout)
+
+
 def explicit(q, k, v, mask):  # noqa: ANN001, ANN201 - forces the explicit path whatever the length
     saved = model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES
     model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES = {q.dtype: 1 << 20}, 1 << 40
     try:
-        return model.attend(q, k, v, mask, 0.0)
+        return model.attend(q, k, v, mask, DROPOUT)
     finally:
         model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES = saved
 
@@ -38,7 +43,7 @@ def explicit_fp32_softmax(q, k, v, mask):  # noqa: ANN001, ANN201 - the explicit
 
 
 def fused(q, k, v, mask):  # noqa: ANN001, ANN201
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=DROPOUT)
 
 
 def milliseconds(fn, shape: tuple[int, int, int], dtype: torch.dtype, masked: bool, reps: int) -> float:  # noqa: ANN001
@@ -62,15 +67,19 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--softmax", action="store_true", help="bf16 softmax vs fp32 softmax + casts, explicit path")
+    ap.add_argument("--dropout", type=float, default=0.0, help="attention dropout for both paths")
+    ap.add_argument("--dtype", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"])
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    global DROPOUT
+    DROPOUT = args.dropout
     if args.softmax:
         softmax_dtype(args.reps)
         return
-    print(f"torch {torch.__version__}, {args.threads} threads; forward + backward, head size 64")
+    print(f"torch {torch.__version__}, {args.threads} threads; forward + backward, head size 64, dropout {DROPOUT}")
     print(f"{'B':>3} {'N':>3} {'T':>4} {'dtype':<9} {'mask':<5} {'fused ms':>9} {'explicit ms':>12} {'speedup':>8}")
     for shape in SHAPES:
-        for dtype in (torch.float32, torch.bfloat16):
+        for dtype in (getattr(torch, d) for d in args.dtype):
             for masked in (False, True):
                 a = milliseconds(fused, shape, dtype, masked, args.reps)
                 b = milliseconds(explicit, shape, dtype, masked, args.reps)

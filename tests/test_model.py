@@ -125,6 +125,25 @@ def test_explicit_attention_matches_fused_kernel(monkeypatch, dtype, length):
             torch.testing.assert_close(a.float(), b.float(), **{k: 10 * t for k, t in tol.items()})
 
 
+def test_attention_dropout_on_cpu_takes_the_explicit_path_at_any_length(monkeypatch):
+    # torch has no fused CPU attention with dropout (SDPA falls back to Bernoulli masks over its own explicit
+    # product), so with dropout the explicit path runs, here beyond every length limit; without, the fused kernel.
+    calls, fused = [], torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(
+        model_module.F, "scaled_dot_product_attention", lambda *a, **kw: calls.append(1) or fused(*a, **kw)
+    )
+    monkeypatch.setattr(model_module, "EXPLICIT_MAX_SCORES", 0)
+    q, k, v = (torch.randn(2, 2, 300, 8) for _ in range(3))
+    out = attend(q, k, v, None, 0.5)
+    assert calls == []
+    # with uniform weights (Q = 0) and V the identity, the output is the keep-mask itself: 1 / (T (1 - p)) or 0
+    eye = torch.eye(300).expand(2, 2, 300, 300)
+    kept = attend(torch.zeros_like(q), k, eye, None, 0.5) * 300 * 0.5
+    torch.testing.assert_close(kept, kept.round().clamp(0, 1), atol=1e-5, rtol=0)
+    assert abs(kept.mean().item() - 0.5) < 0.01  # dropped at rate p
+    assert attend(q, k, v, None, 0.0).shape == out.shape and calls == [1]
+
+
 @pytest.mark.parametrize("p", [0.1, 0.5])
 def test_dropout_drops_at_rate_p_and_rescales(p):
     torch.manual_seed(0)

@@ -159,7 +159,10 @@ class Unpadded:
 
 # On CPU, torch's fused attention kernel is slow for short sequences (its backward above all: 2-5x slower than
 # the explicit product in bf16 at T <= 256, measured in benchmarks/attention.py), so there the scores are
-# materialised as long as they stay small; longer sequences, and every GPU, use the fused kernel.
+# materialised as long as they stay small; longer sequences, and every GPU, use the fused kernel. With attention
+# dropout the CPU has no fused kernel at all: SDPA falls back to its own explicit product, which materialises the
+# same scores and draws Bernoulli masks, so the explicit path with `keep_mask` is used at every length (as fast at
+# T = 512 with padding, 1.1-1.9x faster elsewhere in fp32: python benchmarks/attention.py --dropout 0.1).
 EXPLICIT_MAX_LENGTH = {torch.float32: 64, torch.float64: 64}  # other dtypes (bf16, fp16): 256
 EXPLICIT_MAX_SCORES = 1 << 25  # B * N * T * T elements kept for the backward pass
 
@@ -170,7 +173,7 @@ def attend(
     """softmax(Q K^T / sqrt(D) + mask) V for (B, N, T, D) inputs; `mask` is a boolean (B, 1, 1, T) or None."""
     length = q.shape[2]
     short = length <= EXPLICIT_MAX_LENGTH.get(q.dtype, 256) and q.shape[:2].numel() * length**2 <= EXPLICIT_MAX_SCORES
-    if q.device.type != "cpu" or not short:
+    if q.device.type != "cpu" or not (short or dropout_p > 0):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     # The softmax runs in the scores' dtype: torch's CPU kernel accumulates bf16/fp16 in fp32 anyway, and the fp32
     # copy of the scores and its cast back cost more than the softmax (an attention forward + backward in bf16 is
