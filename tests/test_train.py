@@ -200,9 +200,10 @@ def test_bf16_autocast_trains_on_cpu(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("caps", "native"),
     [
-        ({"architecture": "x86_64", "avx2": True, "avx512_bf16": False, "amx_bf16": False}, False),  # AMD Zen 3
-        ({"architecture": "x86_64", "avx512_bf16": True, "amx_bf16": False}, True),
-        ({"architecture": "x86_64", "avx512_bf16": False, "amx_bf16": True}, True),
+        ({"architecture": "x86_64", "avx2": True, "avx512_f": False, "avx512_bf16": False, "amx_bf16": False}, False),
+        ({"architecture": "x86_64", "avx512_f": True, "avx512_bf16": False, "amx_bf16": False}, False),  # emulated
+        ({"architecture": "x86_64", "avx512_f": True, "avx512_bf16": True, "amx_bf16": False}, True),
+        ({"architecture": "x86_64", "avx512_f": True, "avx512_bf16": False, "amx_bf16": True}, True),
     ],
 )
 def test_auto_precision_is_bf16_only_where_the_cpu_has_bf16_units(monkeypatch, caps, native) -> None:  # noqa: ANN001

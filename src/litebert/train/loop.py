@@ -73,8 +73,8 @@ def native_bf16(device: torch.device) -> bool:
     if device.type != "cpu":
         return True
     caps = torch.cpu.get_capabilities()
-    if caps.get("architecture") == "x86_64":
-        return bool(caps.get("avx512_bf16") or caps.get("amx_bf16"))
+    if "avx512_bf16" in caps:  # an x86 CPU (cpuinfo lists x86 features there only)
+        return bool(caps["avx512_bf16"] or caps.get("amx_bf16"))
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
