@@ -75,7 +75,10 @@ def native_bf16(device: torch.device) -> bool:
     caps = torch.cpu.get_capabilities()
     if "avx512_bf16" in caps:  # an x86 CPU (cpuinfo lists x86 features there only)
         return bool(caps["avx512_bf16"] or caps.get("amx_bf16"))
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    try:  # ARM and others: whether oneDNN has bf16 kernels for this CPU
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN
+        return False
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
