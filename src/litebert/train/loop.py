@@ -88,9 +88,9 @@ def resolve_precision(precision: str, device: torch.device) -> str:
         return "bf16" if native_bf16(device) else "fp32"
     if precision == "bf16" and not native_bf16(device):
         warnings.warn(
-            f"TrainConfig.precision 'bf16' on a {device.type} without bf16 units (no AVX512-BF16 or AMX): torch "
-            "runs its bf16 matmuls in a slow reference kernel, often 10x slower than fp32; --precision fp32 or "
-            "auto is faster here", stacklevel=2,
+            f"TrainConfig.precision 'bf16' on a {device.type} without bf16 units (on a CPU: no AVX512-BF16 or AMX): "
+            "torch emulates its bf16 matmuls there, on such CPUs in a reference kernel often 10x slower than fp32; "
+            "--precision fp32 or auto is faster here", stacklevel=2,
         )  # fmt: skip
     return precision
 
