@@ -174,6 +174,21 @@ def test_utf16_and_truncated_gzip_are_named(tmp_path):
         list(read_documents([cut]))
 
 
+def test_bz2_corpora_are_read_and_a_cut_one_is_named(tmp_path):
+    import bz2
+
+    with bz2.open(tmp_path / "a.JSONL.bz2", "wt", encoding="utf-8") as f:  # the format suffix in any case
+        f.write('{"text": "Bzipped record. Two sentences."}\n')
+    whole = bz2.compress(("A sentence of text. " * 50 + "\n").encode() * 2000)
+    (tmp_path / "b.txt.bz2").write_bytes(whole)
+    docs = list(read_documents([tmp_path]))
+    assert docs[0] == ["Bzipped record.", "Two sentences."] and len(docs) == 2
+    cut = tmp_path / "cut.txt.bz2"
+    cut.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=r"cut\.txt\.bz2: cannot read past line \d+"):
+        list(read_documents([cut]))
+
+
 def test_missing_path_and_empty_corpus(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         read_documents([tmp_path / "nope.txt"])

@@ -1,4 +1,4 @@
-"""Raw documents -> sentences: corpus reading (.txt, .jsonl, the official format, .gz) and sentence splitting.
+"""Raw documents -> sentences: corpus reading (.txt, .jsonl, the official format, .gz, .bz2) and sentence splitting.
 
 The pretraining data step (PAPER.md §3) wants documents as lists of sentences, one sentence per line and a blank
 line between documents (the official create_pretraining_data.py input). Users bring raw files instead, so this
@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from litebert.files import format_suffix, open_bytes
 from litebert.sentences import split_sentences
 
 log = logging.getLogger("litebert.text")
@@ -128,7 +129,7 @@ def _documents(files: list[Path], report: TextReport, cfg: ReadConfig) -> Iterat
             report.note(f"{path}: skipped, {why}")
             continue
         report.files += 1
-        reader = _jsonl_documents if _base_suffix(path) in _JSONL_SUFFIXES else _text_documents
+        reader = _jsonl_documents if format_suffix(path) in _JSONL_SUFFIXES else _text_documents
         for doc in reader(path, report, cfg):
             report.documents += 1
             report.sentences += len(doc)
@@ -139,23 +140,12 @@ def _documents(files: list[Path], report: TextReport, cfg: ReadConfig) -> Iterat
         raise ValueError(f"empty corpus: no sentences found in {names} ({report.skipped} skipped)")
 
 
-def _base_suffix(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes.pop()
-    return suffixes[-1] if suffixes else ""
-
-
-def _open(path: Path):
-    return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
-
-
 def _not_text(path: Path) -> str | None:
     """Why `path` is not UTF-8 text (None when it is)."""
     try:
-        with _open(path) as f:
+        with open_bytes(path) as f:
             head = f.read(8192)
-    except (OSError, EOFError, zlib.error) as exc:  # a corrupt .gz
+    except (OSError, EOFError, zlib.error) as exc:  # a corrupt .gz or .bz2
         raise ValueError(f"{path}: cannot read: {exc}") from exc
     if head[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
         return "UTF-32 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-32 -t UTF-8)"
@@ -199,7 +189,7 @@ def _split_incomplete(data: bytes) -> tuple[bytes, bytes]:
 def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, str, bool]]:
     """Yield (line number, text, complete): a line longer than `chunk` bytes comes in several pieces."""
     line_no, pos, carry = 1, 0, b""
-    with _open(path) as f:
+    with open_bytes(path) as f:
         if f.read(3) != b"\xef\xbb\xbf":  # a UTF-8 byte-order mark (as Windows tools write) is not text
             f.seek(0)
         else:
@@ -207,7 +197,7 @@ def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, st
         while True:
             try:
                 data = f.readline(chunk)
-            except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz
+            except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz or .bz2
                 raise ValueError(f"{path}: cannot read past line {line_no}: {exc}") from exc
             if not data:
                 if carry:

@@ -3,9 +3,7 @@ the official truncation rule, a report of every example changed or skipped, and 
 
 from __future__ import annotations
 
-import bz2
 import csv
-import gzip
 import io
 import itertools
 import warnings
@@ -17,6 +15,8 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch
+
+from litebert.files import format_suffix, open_bytes
 
 
 class TokenizerLike(Protocol):
@@ -63,21 +63,15 @@ class Report:
 csv.field_size_limit(1 << 30)  # the default 128 KiB stops at one long document in a classification file
 
 
-def _open_bytes(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rb")
-    return bz2.open(path, "rb") if path.suffix == ".bz2" else open(path, "rb")
-
-
 class _Utf8Text:
     """A text file whose UTF-8 errors name the file and line (a bare UnicodeDecodeError names neither)."""
 
     def __init__(self, path: Path):
         self.path = path
-        self.f = io.TextIOWrapper(_open_bytes(path), encoding="utf-8-sig", newline="")
+        self.f = io.TextIOWrapper(open_bytes(path), encoding="utf-8-sig", newline="")
 
     def _error(self) -> ValueError:
-        with _open_bytes(self.path) as raw:
+        with open_bytes(self.path) as raw:
             for n, line in enumerate(raw, 1):
                 try:
                     line.decode("utf-8")
@@ -115,13 +109,6 @@ def open_text(path: str | Path) -> _Utf8Text:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: file not found")
     return _Utf8Text(path)
-
-
-def format_suffix(path: str | Path) -> str:
-    """The suffix naming a file's format, looking through the compression `open_text` undoes ("a.tsv.gz" ->
-    ".tsv"); "" when there is none."""
-    suffixes = [s for s in Path(path).suffixes if s not in (".gz", ".bz2")]
-    return suffixes[-1] if suffixes else ""
 
 
 def table_delimiter(path: str | Path) -> str:

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from litebert.files import format_suffix
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, TokenizerLike, format_suffix, open_text
+from litebert.tasks.common import Report, TokenizerLike, open_text
 from litebert.tasks.metrics import accuracy, f1_macro
 
 IGNORE = -100
