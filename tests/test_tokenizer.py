@@ -4,6 +4,7 @@ normalisation, parity with transformers' AutoTokenizer, Korean, offsets, pairs, 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -230,17 +231,33 @@ def test_train_cli_and_errors(tmp_path, shared_data, capsys):
     assert not (tmp_path / "none").exists()  # a failed training writes nothing
 
 
+def _spans(tok: Tokenizer, ids: list[int]) -> list[tuple[int, int]]:
+    ends = list(itertools.accumulate(len(tok.id_to_piece(i)) for i in ids))
+    return list(zip([0, *ends][:-1], ends, strict=True))
+
+
 def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_path, corpus_lines):
     words = tmp_path / "words.txt"
-    words.write_text("# domain words\nHarpooneer\nLeviathanic\n헌법재판소\n\nthe\nharpooneer\n")
+    # "ca" begins hundreds of one-piece words ("▁captain", "▁came"), "harp" begins "harpooneer"
+    assert {"▁ca", "▁harp", "▁harpooneer"}.isdisjoint(tok.pieces) and "▁captain" in tok.pieces
+    words.write_text("# domain words\nHarpooneer\nLeviathanic\n헌법재판소\n\nthe\nharpooneer\nCa\nharp\n")
     new, added = add_words(tokenizer_dir, words, tmp_path / "tok2")
-    assert added == ["harpooneer", "leviathanic", "헌법재판소"]  # "the" exists, the repeat is skipped
-    assert new.vocab_size == tok.vocab_size + 3 and new.pieces[: tok.vocab_size] == tok.pieces
+    assert added == ["harpooneer", "leviathanic", "헌법재판소", "ca", "harp"]  # "the" exists, a repeat is skipped
+    assert new.vocab_size == tok.vocab_size + 5 and new.pieces[: tok.vocab_size] == tok.pieces
     for w in added:
         assert new.encode(w) == [new.piece_to_id("▁" + w)] and new.piece_to_id("▁" + w) >= tok.vocab_size
-    starts = re.compile(r"(?:^|\s)(?:harpooneer|leviathanic|헌법재판소)", re.IGNORECASE)
-    lines = [line for line in corpus_lines["moby"] + corpus_lines["ko"] if not starts.search(line)]
-    assert new.encode_batch(lines) == tok.encode_batch(lines)
+    # Where no new word stands as a whole word, text keeps its pieces, except that a new piece may merge old
+    # pieces that spelled it ("▁c" "a" "jol..." -> "▁ca" "jol..."): words it begins are never re-split.
+    whole = re.compile(r"(?:^|\s)(?:harpooneer|leviathanic|헌법재판소|ca|harp)(?!\w)", re.IGNORECASE)
+    lines = [line for line in corpus_lines["moby"] + corpus_lines["ko"] if not whole.search(line)]
+    assert sum(bool(re.search(r"(?:^|\s)ca", line, re.IGNORECASE)) for line in lines) > 100
+    changed = 0
+    for before, after in zip(tok.encode_batch(lines), new.encode_batch(lines), strict=True):
+        old_spans, new_spans = _spans(tok, before), _spans(new, after)
+        assert {end for _, end in new_spans} <= {end for _, end in old_spans}  # no new boundary
+        assert all(span in old_spans or i >= tok.vocab_size for span, i in zip(new_spans, after, strict=True))
+        changed += before != after
+    assert changed < len(lines) // 20
     transformers = pytest.importorskip("transformers")
     hf = transformers.AutoTokenizer.from_pretrained(tmp_path / "tok2")
     sample = corpus_lines["moby"][:400] + ["The harpooneer and the Leviathanic 헌법재판소."]

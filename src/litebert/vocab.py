@@ -10,6 +10,7 @@ Adding words appends whole-word pieces to the SentencePiece ModelProto (every ex
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from tokenizers.models import Unigram
 
 from litebert.normalize import char_class, combining_marks, invisible_chars
 from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
+
+ADDED_MARGIN = 1 / 64  # log-probability by which an added word's piece beats the word's old best segmentation
 
 
 def hf_normalizer(tok: Tokenizer, charsmap: bytes = b"") -> normalizers.Normalizer:
@@ -110,15 +113,18 @@ def add_words(
     """Write out_dir: the tokenizer of `tokenizer_dir` plus one "▁word" piece per new word, appended after the
     existing ids. Returns the new tokenizer and the words added (normalised; words already present are left).
 
-    Each new piece scores as the most likely existing piece, so a new word always encodes to its single piece
-    (any other segmentation sums two or more log-probabilities, each lower), and text in which no word starts
-    with a new word encodes exactly as before (a "▁word" piece only matches at the start of a word).
+    Each new piece scores just above the best segmentation of its word under the old model (by ADDED_MARGIN,
+    in log-probability), so a new word always encodes to its single piece. Other text keeps its pieces, except
+    where its old best path spelled the new word with the word's own best pieces: there the new piece merges
+    them ("▁c" "a" "jol..." -> "▁ca" "jol..."). A path through the new piece scores at most ADDED_MARGIN above
+    the same path with those old pieces, so it never re-splits an old piece short of a near-tie. (Scored as the
+    most likely piece, a new piece would re-split the words it begins: adding "u" would turn "▁us" into "▁u" "s".)
     """
     base = Tokenizer.load(tokenizer_dir)
     source = words if isinstance(words, list) else read_words(words)
     proto = model_pb2.ModelProto.FromString(base.model_proto)
     normal = model_pb2.ModelProto.SentencePiece.NORMAL
-    score = max(p.score for p in proto.pieces if p.type == normal)
+    unknown_char = min(p.score for p in proto.pieces if p.type == normal) - 10.0  # sentencepiece's unigram rule
     known = set(base.pieces)
     added = []
     for word in source:
@@ -130,8 +136,21 @@ def add_words(
         if "▁" + norm in known:
             continue
         known.add("▁" + norm)
-        proto.pieces.add(piece="▁" + norm, score=score, type=normal)
         added.append(norm)
+    # Shorter words are scored first and take part in scoring longer ones, so that "harpoon" beats "▁harp" + "oon"
+    # when "harp" is added too. A longer piece never fits inside a shorter word, nor one of the same length.
+    scores: dict[str, float] = {}
+    scorer = base
+    for length in sorted({len(w) for w in added}):
+        for word in (w for w in added if len(w) == length):
+            best = _best_segmentation_score(scorer, word, unknown_char)
+            scores[word] = math.ceil((best + ADDED_MARGIN) * 256) / 256  # on the 1/256 grid of all scores here
+        trial = model_pb2.ModelProto.FromString(base.model_proto)
+        for word, score in scores.items():
+            trial.pieces.add(piece="▁" + word, score=score, type=normal)
+        scorer = Tokenizer(trial.SerializeToString(), base.normalizer)
+    for word in added:  # ids in the order of the words file
+        proto.pieces.add(piece="▁" + word, score=scores[word], type=normal)
     proto.trainer_spec.vocab_size = len(proto.pieces)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -139,11 +158,19 @@ def add_words(
     (out / MODEL_FILE).write_bytes(data)
     tok = Tokenizer(data, base.normalizer, out)
     for word in added:
-        if len(tok.encode(word)) != 1:  # cannot happen with the score above; a guard for foreign models
+        if len(tok.encode(word)) != 1:  # cannot happen with the scores above; a guard for foreign models
             raise ValueError(f"added word {word!r} does not encode to one piece in {out / MODEL_FILE}")
     write_settings(tok, base_model_sha256=base.checksum, added_words=added)
     write_hf_files(tok)
     return tok, added
+
+
+def _best_segmentation_score(tok: Tokenizer, word: str, unknown_char: float) -> float:
+    """The log-probability of sentencepiece's best segmentation of "▁" + `word` (normalised): the sum of its
+    pieces' scores, each unknown character costing `unknown_char` (sentencepiece's output merges a run of them
+    into one <unk> piece)."""
+    pieces = tok.sp.encode(word, out_type="proto").pieces
+    return sum(len(p.surface) * unknown_char if p.id == tok.unk_id else tok.sp.get_score(p.id) for p in pieces)
 
 
 def resize_model_vocab(model: torch.nn.Module, new_vocab_size: int, *, generator: torch.Generator) -> None:
