@@ -321,3 +321,25 @@ def test_evaluate_counts_and_baselines() -> None:
     assert result["eval_unigram_acc"] == pytest.approx((3 / 5) ** 2 + 2 * (1 / 5) ** 2)
     assert result["eval_sop_acc"] == 0.5 and result["eval_sop_majority_acc"] == 0.5
     assert result["eval_loss"] == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"inner_group_num": 2}, {"num_hidden_groups": 2, "inner_group_num": 2}, {"sharing": "none"},
+     {"embedding_size": 128}],
+)  # fmt: skip
+def test_train_flops_count_every_block_run(overrides):
+    """The FLOPs logged per step are 3x the forward matmuls torch's own counter sees, grouped blocks included."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from litebert.train.metrics import train_flops_per_sequence
+
+    config = litebert.preset("tiny", vocab_size=500, **overrides)
+    model = litebert.AlbertForPretraining(config).eval()
+    g = torch.Generator().manual_seed(0)
+    B, T, P = 2, 32, 5
+    ids = torch.randint(5, 500, (B, T), generator=g)
+    positions, labels = torch.randint(1, T, (B, P), generator=g), torch.randint(5, 500, (B, P), generator=g)
+    with FlopCounterMode(display=False) as counter:
+        model(ids, masked_positions=positions, masked_labels=labels, sentence_order_label=torch.zeros(B).long())
+    assert train_flops_per_sequence(config, T, P) * B == 3 * counter.get_total_flops()

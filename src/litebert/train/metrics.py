@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from litebert.config import ModelConfig
+from litebert.model import layer_schedule
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -18,14 +19,15 @@ def train_flops_per_sequence(config: ModelConfig, seq_len: int, num_predictions:
 
     Counts the matmuls: the E->H projection, per layer Q/K/V/output (4 H^2) and FFN (2 H I) per token plus
     attention scores and mixing (2 T H per token), and the MLM head only at the masked positions
-    (H->E then E->V, as the official head gathers them first). Shared layers still cost L applications.
+    (H->E then E->V, as the official head gathers them first). Shared layers still cost one application per
+    block run: L, or L x inner_group_num with the official grouping.
     """
     h, e, t = config.hidden_size, config.embedding_size, seq_len
     per_token = 0.0
     if config.has_projection:
         per_token += 2 * e * h
     per_layer = 2 * (4 * h * h + 2 * h * config.intermediate_size) + 2 * 2 * t * h
-    per_token += config.num_layers * per_layer
+    per_token += len(layer_schedule(config)) * per_layer
     forward = t * per_token + num_predictions * 2 * (h * e + e * config.vocab_size) + 2 * (h * h + 2 * h)
     return 3.0 * forward
 
