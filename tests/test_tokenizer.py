@@ -281,7 +281,8 @@ def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_pat
 
 def test_resize_model_vocab_keeps_outputs(tokenizer_dir, tok, tmp_path):
     torch.manual_seed(0)
-    model = litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=tok.vocab_size)).eval()
+    config = litebert.preset("tiny", vocab_size=tok.vocab_size)
+    model = litebert.AlbertForPretraining(config).eval()
     new, added = add_words(tokenizer_dir, ["Harpooneer", "Leviathanic"], tmp_path / "tok2")
     enc = tok.encode_pair("Call me Ishmael.", "Some years ago, never mind how long.")
     ids = torch.tensor([enc.input_ids])
@@ -301,7 +302,9 @@ def test_resize_model_vocab_keeps_outputs(tokenizer_dir, tok, tmp_path):
     assert torch.equal(after.mlm_logits[..., : tok.vocab_size], before.mlm_logits)
     assert after.mlm_logits.shape[-1] == new.vocab_size
     new_ids = torch.tensor([new.encode_pair("The harpooneer.").input_ids])
-    assert model(new_ids).last_hidden_state.isfinite().all()
+    assert model(new_ids).last_hidden_state.isfinite().all()  # the embeddings' id check sees the new size
+    assert config.vocab_size == tok.vocab_size  # the caller's config is not changed behind its back
+    assert litebert.AlbertForPretraining(config).albert.embeddings.word_embeddings.num_embeddings == tok.vocab_size
     with pytest.raises(ValueError, match="smaller"):
         resize_model_vocab(model, 10, generator=torch.Generator())
 

@@ -9,6 +9,7 @@ Adding words appends whole-word pieces to the SentencePiece ModelProto (every ex
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -178,7 +179,8 @@ def resize_model_vocab(model: torch.nn.Module, new_vocab_size: int, *, generator
 
     Old rows are kept bit for bit; new rows are drawn like the paper's init (truncated normal, std
     config.initializer_range, cut at two std as TF's truncated_normal), new biases are 0, so logits of old
-    ids and outputs for text without the new words are unchanged.
+    ids and outputs for text without the new words are unchanged. The model (and each of its modules that holds
+    the config) gets a new config with the new vocab_size; the config object it was built from is left as it was.
     """
     emb = model.albert.embeddings.word_embeddings
     old, dim = emb.weight.shape
@@ -197,4 +199,8 @@ def resize_model_vocab(model: torch.nn.Module, new_vocab_size: int, *, generator
             grown = torch.zeros(new_vocab_size, dtype=bias.dtype, device=bias.device)
             grown[:old] = bias
             head.bias = torch.nn.Parameter(grown, requires_grad=bias.requires_grad)
-    model.config.vocab_size = new_vocab_size
+    old_config = model.config  # the caller's object, often shared with other models: replaced, never changed
+    new_config = dataclasses.replace(old_config, vocab_size=new_vocab_size)
+    for module in model.modules():
+        if getattr(module, "config", None) is old_config:
+            module.config = new_config
