@@ -223,3 +223,12 @@ def test_conversions_refuse_what_would_lose_or_change_a_model(tmp_path):
     torch.save(state, tmp_path / "legacy" / "pytorch_model.bin")
     with pytest.raises(ValueError, match="predictions.decoder.bias differs from predictions.bias"):
         litebert.load(tmp_path / "legacy")
+
+
+def test_the_identity_projection_of_an_e_equals_h_model_takes_the_model_dtype():
+    config = litebert.ModelConfig(**{**SMALL, **CONFIGS["E=H"]})
+    assert not config.has_projection
+    model = litebert.AlbertForPretraining(config).to(torch.bfloat16)
+    tensors = hf.to_hf_state_dict(model)
+    assert {t.dtype for t in tensors.values()} == {torch.bfloat16}
+    assert torch.equal(tensors["albert.encoder.embedding_hidden_mapping_in.weight"].float(), torch.eye(32))

@@ -151,9 +151,10 @@ def to_hf_state_dict(model: AlbertForPretraining) -> dict[str, torch.Tensor]:
     """litebert tensors under transformers' names (an identity projection is added when E == H without one)."""
     config, ours = model.config, model.state_dict()
     out = {theirs: ours[name] for name, theirs in _FIXED_NAMES.items() if name in ours}
-    if not config.has_projection:
-        out["albert.encoder.embedding_hidden_mapping_in.weight"] = torch.eye(config.hidden_size)
-        out["albert.encoder.embedding_hidden_mapping_in.bias"] = torch.zeros(config.hidden_size)
+    if not config.has_projection:  # in the model's dtype and device, as every other tensor of the file
+        like = ours["albert.embeddings.word_embeddings.weight"]
+        out["albert.encoder.embedding_hidden_mapping_in.weight"] = torch.eye(config.hidden_size).to(like)
+        out["albert.encoder.embedding_hidden_mapping_in.bias"] = torch.zeros(config.hidden_size).to(like)
     for b in range(_num_blocks(config)):
         prefix = _block_prefix(config, b)
         for kind in ("weight", "bias"):
