@@ -307,3 +307,18 @@ def test_embedded_default_model_fields_shape_only_the_default_preset(data_dir: P
     assert base.hidden_dropout == base.attention_dropout == litebert.preset("albert-base").hidden_dropout == 0.1
     asked = _model_config(PretrainJob(preset="albert-base", model={"hidden_dropout": 0.0}), data_dir)
     assert asked.hidden_dropout == 0.0
+
+
+def test_data_without_held_out_examples_trains_and_writes_its_model(
+    tmp_path: Path, tokenizer_dir: Path, chapters: list[Path]
+) -> None:
+    data = tmp_path / "data"
+    config = DataConfig(max_seq_length=64, max_predictions_per_seq=10, masking="dynamic", eval_fraction=0.0)
+    build(chapters[:2], tokenizer_dir, data, config, progress=False)
+    run = tmp_path / "run"
+    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data), "--out", str(run), *FAST]
+    with pytest.warns(UserWarning, match=r"held-out \('eval'\) split holds no examples, so this run trains without"):
+        assert main(args) == 0
+    assert litebert.load(run / "model").config.hidden_size == TINY["hidden_size"]
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert records[-1]["step"] == 3 and not any(r.get("split") == "eval" for r in records)

@@ -166,6 +166,7 @@ def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistE
     if data_dir is None:
         raise ValueError("pretrain needs a data directory (litebert data build) or a batch source")
     from litebert.data import PretrainingBatches
+    from litebert.data.shards import read_manifest
 
     def source(split: str) -> Any:
         # PretrainingBatches takes the per-rank batch; TrainConfig.batch_size is the global micro-batch.
@@ -174,7 +175,16 @@ def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistE
             world_size=env.world_size,
         )  # fmt: skip
 
-    return source("train"), lambda: source("eval")
+    train = source("train")
+    if not sum(read_manifest(data_dir)["splits"]["eval"]["shard_examples"]):
+        if env.is_main:
+            warnings.warn(
+                f"{data_dir}: the held-out ('eval') split holds no examples, so this run trains without held-out "
+                "evaluation (rebuild the data with a larger --eval-fraction, or from more documents, to have it)",
+                stacklevel=2,
+            )
+        return train, None
+    return train, lambda: source("eval")
 
 
 def _build(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv) -> _Trainer:
