@@ -283,3 +283,19 @@ def test_blank_lines_wrap_joins_across_blank_lines(tmp_path):
                                                                    "따라서 개정하려는 것임."]]  # fmt: skip
     with pytest.raises(ValueError, match=r"blank_lines_wrap \(--blank-lines-wrap\) needs documents='file'"):
         ReadConfig(blank_lines_wrap=True)
+
+
+def test_wraps_split_words_joins_a_word_broken_at_a_wrap(tmp_path):
+    # PDF text (the Korean bills) breaks lines inside words; a wrap between words keeps its trailing space.
+    (tmp_path / "bill.txt").write_text("보살핌이 필요\n\n한 나이이나 육아휴직을 할 \n\n수 있는 나이.\n")
+    config = ReadConfig(documents="file", blank_lines_wrap=True, wraps_split_words=True)
+    assert list(read_documents([tmp_path], config=config)) == [["보살핌이 필요한 나이이나 육아휴직을 할 수 있는 나이."]]
+    (tmp_path / "bill.txt").write_text("A line broken in-\nside a word, and one \nbetween words.\n")
+    config = ReadConfig(join_lines=True, wraps_split_words=True)
+    assert list(read_documents([tmp_path], config=config)) == [["A line broken in-side a word, and one between words."]]
+    with pytest.raises(ValueError, match=r"wraps_split_words \(--wraps-split-words\) needs join_lines"):
+        ReadConfig(wraps_split_words=True)
+    out = tmp_path / "out.txt"
+    assert main(["text", "prepare", str(tmp_path / "bill.txt"), "--out", str(out), "--join-lines",
+                 "--wraps-split-words"]) == 0  # fmt: skip
+    assert out.read_text() == "A line broken in-side a word, and one between words.\n"

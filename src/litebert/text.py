@@ -36,6 +36,10 @@ class ReadConfig:
     join_lines: bool = False  # True: the lines of a block are hard-wrapped text, joined before splitting
     blank_lines_wrap: bool = False  # True (with documents="file"): blank lines are wraps too, joined like lines
     # (files that leave a blank line after every wrapped line, as the Korean bills in ../shared/data)
+    # True (with join_lines or blank_lines_wrap): a wrapped line that does not end in whitespace was broken
+    # inside a word and is joined to the next without a space (text extracted from PDFs, as the Korean bills,
+    # whose wraps keep a trailing space where they fall between words)
+    wraps_split_words: bool = False
     text_field: str = "text"  # the field holding the text in .jsonl records
     language: str | None = None  # sentencex language; None: "ko" for paragraphs with Hangul, else "en"
     chunk_bytes: int = 1 << 20  # longest read at once; longer lines are read and split in pieces
@@ -52,6 +56,9 @@ class ReadConfig:
             raise ValueError(f"ReadConfig.max_document_chars must be >= 1024, got {self.max_document_chars}")
         if not self.text_field:
             raise ValueError("ReadConfig.text_field must be a non-empty field name")
+        if self.wraps_split_words and not (self.join_lines or self.blank_lines_wrap):
+            raise ValueError("ReadConfig.wraps_split_words (--wraps-split-words) needs join_lines (--join-lines) "
+                             "or blank_lines_wrap (--blank-lines-wrap): without them no line is joined")  # fmt: skip
         if self.blank_lines_wrap and self.documents != "file":
             raise ValueError("ReadConfig.blank_lines_wrap (--blank-lines-wrap) needs documents='file' "
                              "(--doc-per-file): blank lines would end documents")  # fmt: skip
@@ -256,7 +263,8 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
                 doc, size, size_from = [], 0, 0
             continue
         joined = cfg.join_lines or cfg.blank_lines_wrap
-        pending += " " + text if joined and pending and not continuing else text
+        glue = " " if not cfg.wraps_split_words or pending[-1:].isspace() else ""  # "" joins a word's halves
+        pending += glue + text if joined and pending and not continuing else text
         continuing = not complete
         if complete and not joined:
             flush(True)

@@ -16,7 +16,8 @@ _TRAIN_FLAGS = {
 # ReadConfig field -> the reading flag of `litebert text prepare` that sets it (for --corpus).
 _READ_FLAGS = {
     "documents": "--doc-per-file", "split": "--no-split", "join_lines": "--join-lines",
-    "blank_lines_wrap": "--blank-lines-wrap", "language": "--language", "text_field": "--text-field",
+    "blank_lines_wrap": "--blank-lines-wrap", "wraps_split_words": "--wraps-split-words", "language": "--language",
+    "text_field": "--text-field",
 }  # fmt: skip
 
 

@@ -46,6 +46,9 @@ def add_read_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--join-lines", action="store_true", help="lines are hard-wrapped: join them before splitting")
     p.add_argument("--blank-lines-wrap", action="store_true",
                    help="with --doc-per-file: blank lines are wraps too (as in the Korean bills)")  # fmt: skip
+    p.add_argument("--wraps-split-words", action="store_true",
+                   help="with --join-lines or --blank-lines-wrap: a wrapped line not ending in a space breaks "
+                        "inside a word and joins without one (PDF text, as the Korean bills)")  # fmt: skip
     p.add_argument("--text-field", default="text", help="field holding the text in .jsonl records")
     p.add_argument("--language", default=None, help="splitter language (default: ko for Hangul, else en)")
 
@@ -58,6 +61,7 @@ def read_config_from(args: argparse.Namespace):
         split=not args.no_split,
         join_lines=args.join_lines,
         blank_lines_wrap=args.blank_lines_wrap,
+        wraps_split_words=args.wraps_split_words,
         text_field=args.text_field,
         language=args.language,
     )

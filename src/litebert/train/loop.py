@@ -180,7 +180,8 @@ def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistE
         if env.is_main:
             warnings.warn(
                 f"{data_dir}: the held-out ('eval') split holds no examples, so this run trains without held-out "
-                "evaluation (rebuild the data with a larger --eval-fraction, or from more documents, to have it)",
+                "evaluation (to have it, rebuild the data from more documents or with a larger eval fraction: "
+                "`data build --eval-fraction`, or data.eval_fraction in a pretrain --config file)",
                 stacklevel=2,
             )
         return train, None
