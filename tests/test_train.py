@@ -291,6 +291,8 @@ def test_warmup_follows_max_steps_unless_given() -> None:
     job = PretrainJob()
     assert TrainConfig(**{**job.train.to_dict(), "max_steps": 20}).resolved_warmup_steps == 2
     assert TrainConfig(max_steps=20, warmup_steps=5).resolved_warmup_steps == 5
+    with pytest.raises(ValueError, match=r"warmup_steps \(100\) exceeds max_steps \(3\)"):
+        TrainConfig(max_steps=3, warmup_steps=100)
     with pytest.raises(ValueError, match=r"TrainConfig.warmup_ratio must be in \[0, 1\]"):
         TrainConfig(warmup_ratio=1.5)
 

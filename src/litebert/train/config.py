@@ -87,6 +87,11 @@ class TrainConfig:
         for name in ("weight_decay", "max_grad_norm", "end_lr"):
             if getattr(self, name) < 0:
                 raise ValueError(f"TrainConfig.{name} must be >= 0, got {getattr(self, name)}")
+        if self.warmup_steps is not None and self.warmup_steps > self.max_steps:
+            raise ValueError(
+                f"TrainConfig.warmup_steps ({self.warmup_steps}) exceeds max_steps ({self.max_steps}): the learning "
+                "rate would never reach its peak (lower --warmup-steps, or leave it out for warmup_ratio of max_steps)"
+            )
 
     @property
     def resolved_warmup_steps(self) -> int:
