@@ -310,7 +310,7 @@ def test_embedded_default_model_fields_shape_only_the_default_preset(data_dir: P
 
 
 def test_data_without_held_out_examples_trains_and_writes_its_model(
-    tmp_path: Path, tokenizer_dir: Path, chapters: list[Path]
+    tmp_path: Path, tokenizer_dir: Path, chapters: list[Path], capsys: pytest.CaptureFixture
 ) -> None:
     data = tmp_path / "data"
     config = DataConfig(max_seq_length=64, max_predictions_per_seq=10, masking="dynamic", eval_fraction=0.0)
@@ -322,3 +322,8 @@ def test_data_without_held_out_examples_trains_and_writes_its_model(
     assert litebert.load(run / "model").config.hidden_size == TINY["hidden_size"]
     records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert records[-1]["step"] == 3 and not any(r.get("split") == "eval" for r in records)
+    examples = sum(json.loads((data / "manifest.json").read_text())["splits"]["train"]["shard_examples"])
+    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data), "--out", str(tmp_path / "big"),
+            *FAST, "--batch-size", str(examples + 1)]  # fmt: skip
+    assert main(args) == 2  # refused before any allocation, not killed by the OOM killer
+    assert f"--batch-size {examples + 1} exceeds the {examples:,} training examples" in capsys.readouterr().err

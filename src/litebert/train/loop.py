@@ -175,8 +175,15 @@ def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistE
             world_size=env.world_size,
         )  # fmt: skip
 
+    splits = read_manifest(data_dir)["splits"]
+    examples = sum(splits["train"]["shard_examples"])
+    if cfg.batch_size > examples:
+        raise ValueError(
+            f"{data_dir}: --batch-size {cfg.batch_size} exceeds the {examples:,} training examples it holds; lower "
+            "--batch-size (--grad-accum keeps the effective batch) or build more data"
+        )
     train = source("train")
-    if not sum(read_manifest(data_dir)["splits"]["eval"]["shard_examples"]):
+    if not sum(splits["eval"]["shard_examples"]):
         if env.is_main:
             warnings.warn(
                 f"{data_dir}: the held-out ('eval') split holds no examples, so this run trains without held-out "
