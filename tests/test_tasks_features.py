@@ -251,3 +251,37 @@ def test_squad_answers_map_back_exactly_with_the_real_tokenizer(tokenizer_dir):
             off = m["offsets"]
             s, e = off[m["start"] + a - m["first"]][0], off[m["start"] + b - m["first"]][1]
             assert ex.context[s:e] == ex.answers[0][0]  # e.g. "24–10", "Denver Broncos"
+
+
+def test_squad_answer_start_is_needed_for_training_only(tmp_path):
+    """The official scorer reads answer texts only: a dev file without `answer_start` scores; a training file
+    without it is an error naming the file, paragraph, question and field (it was a bare KeyError)."""
+    import json
+
+    qa = {"id": "1", "question": "Who?", "answers": [{"text": "Ahab"}]}
+    data = {"version": "1.1", "data": [{"paragraphs": [{"context": "The captain was Ahab.", "qas": [qa]}]}]}
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(data))
+    task, tok, c = SquadTask(), WordTok(), cfg()
+    for mode in ("eval", "predict"):
+        loaded = task.load(path, tok, c, {}, mode=mode)
+        assert loaded.examples[0].answers == [("Ahab", None)]
+    n = len(loaded.features[0]["input_ids"])
+    start, end = np.zeros(n), np.zeros(n)
+    start[7] = end[7] = 5.0  # [CLS] who ? [SEP] the captain was ahab . [SEP]
+    assert task.score(loaded, {"start_logits": [start], "end_logits": [end]}, c, {})["exact_match"] == 100.0
+    match = r"squad.json: article 0, paragraph 0: question '1': answer 0 has no 'answer_start'"
+    with pytest.raises(ValueError, match=match):
+        task.load(path, tok, c, {}, mode="train")
+    qa["answers"] = [{"text": "Ahab", "answer_start": "sixteen"}]
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"question '1': answer 0: 'answer_start' must be an integer, got a string"):
+        task.load(path, tok, c, {}, mode="train")
+    qa["answers"] = [{"text": "Ahab", "answer_start": "16"}]  # an offset written as digits is an offset
+    path.write_text(json.dumps(data))
+    assert task.load(path, tok, c, {}, mode="train").examples[0].answers == [("Ahab", 16)]
+    # an answerable training question needs an answer
+    qa.update(answers=[], is_impossible=False)
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"question '1': 'is_impossible' is false but 'answers' is empty"):
+        task.load(path, tok, c, {}, mode="train")

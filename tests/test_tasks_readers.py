@@ -223,3 +223,89 @@ def test_what_real_files_hold_reads_or_is_named(tmp_path):
     (tmp_path / "p.json").write_text("\n".join(pretty) + "\n")
     with pytest.raises(ValueError, match=r"p.json: line 6: invalid JSON"):
         read_race(tmp_path / "p.json")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["data"][0]["paragraphs"][0].pop("qas"), r"article 0, paragraph 0: missing field 'qas'"),
+        (lambda d: d["data"][0].pop("paragraphs"), r"article 0: expected an object with a 'paragraphs' list"),
+        (lambda d: d["data"].append("x"), r"article 1: expected an object with a 'paragraphs' list"),
+        (
+            lambda d: d["data"][0]["paragraphs"][0].update(context=["The", "captain"]),
+            r"article 0, paragraph 0: field 'context' must be a string, got a list",
+        ),
+        (
+            lambda d: d["data"][0]["paragraphs"][0].update(qas={"id": "1"}),
+            r"article 0, paragraph 0: field 'qas' must be a list, got an object",
+        ),
+        (lambda d: _qa(d).update(answers="Ahab"), r"question '1': field 'answers' must be a list, got a string"),
+        (lambda d: _qa(d).update(answers=["Ahab"]), r"question '1': answer 0 must be an object, got a string"),
+        (lambda d: _qa(d)["answers"][0].pop("text"), r"question '1': answer 0 has no 'text'"),
+        (lambda d: _qa(d).update(question=None), r"question '1': field 'question' must be a string, got null"),
+        (lambda d: _qa(d).update(id=["1"]), r"paragraph 0: question id must be a string or an integer, got a list"),
+        (
+            lambda d: _qa(d).update(is_impossible="false"),
+            r"question '1': field 'is_impossible' must be true or false, got a string",
+        ),
+    ],
+)
+def test_squad_reader_names_file_and_field_of_bad_input(tmp_path, change, message):
+    qa = {"id": "1", "question": "Who?", "answers": [{"text": "Ahab", "answer_start": 16}], "is_impossible": False}
+    data = {"version": "2.0", "data": [{"paragraphs": [{"context": "The captain was Ahab.", "qas": [qa]}]}]}
+    change(data)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="s.json: .*" + message):
+        read_squad(path, training=True)
+
+
+def _qa(data: dict) -> dict:
+    return data["data"][0]["paragraphs"][0]["qas"][0]
+
+
+def test_squad_v2_question_without_is_impossible_follows_its_answers(tmp_path):
+    qas = [{"id": "a", "question": "Who?", "answers": [{"text": "Ahab", "answer_start": 16}]},
+           {"id": "b", "question": "Why?", "answers": []}]  # fmt: skip
+    path = tmp_path / "s.json"
+    data = {"version": "v2.0", "data": [{"paragraphs": [{"context": "The captain was Ahab.", "qas": qas}]}]}
+    path.write_text(json.dumps(data))
+    examples, v2 = read_squad(path, training=True)
+    assert v2 and [ex.is_impossible for ex in examples] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda o: o.update(article=["a"]), r"field 'article' must be a string, got a list"),
+        (lambda o: o.update(questions="Q?"), r"field 'questions' must be a list of strings, got a string"),
+        (lambda o: o.update(questions=[None]), r"field 'questions' must be a list of strings, got null at 0"),
+        (lambda o: o.update(options=["abcd"]), r"question 0: options must be a non-empty list of strings"),
+        (lambda o: o.update(options=[[1, 2]]), r"question 0: options must be a non-empty list of strings"),
+        (lambda o: o.update(answers="A"), r"field 'answers' must be a list, got a string"),
+    ],
+)
+def test_race_reader_names_file_and_field_of_bad_input(tmp_path, change, message):
+    obj = {"id": "high1.txt", "article": "Text.", "questions": ["Q?"], "options": [["a", "b"]], "answers": ["A"]}
+    change(obj)
+    (tmp_path / "r.json").write_text(json.dumps(obj))
+    with pytest.raises(ValueError, match=r"r.json \(article 0\): " + message):
+        read_race(tmp_path / "r.json")
+    (tmp_path / "l.jsonl").write_text('"just a string"\n')
+    with pytest.raises(ValueError, match=r"l.jsonl \(article 0\): expected an object with 'article'.*got a string"):
+        read_race(tmp_path / "l.jsonl")
+
+
+def test_a_json_file_given_to_a_table_task_is_named_and_not_dumped(tmp_path):
+    """A SQuAD file is one line, possibly megabytes: the header quoted in the error is cut short, and the
+    message says the file looks like JSON."""
+    qas = [{"id": str(i), "question": "Who?", "answers": [{"text": "Ahab", "answer_start": 16}]} for i in range(5000)]
+    data = {"version": "1.1", "data": [{"paragraphs": [{"context": "The captain was Ahab.", "qas": qas}]}]}
+    path = tmp_path / "squad_v1_dev.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"squad_v1_dev.json: missing column\(s\) \['sentence', 'label'\]") as err:
+        read_labeled_table(path, ("sentence",), "label")
+    assert len(str(err.value)) < 600 and "..." in str(err.value) and "looks like JSON" in str(err.value)
+    # a real table's header is quoted whole when short
+    with pytest.raises(ValueError, match=r"the header has \['sentence', 'label'\] \(--text-columns"):
+        read_labeled_table(FIXTURES / "sst2.tsv", ("text",), "label")

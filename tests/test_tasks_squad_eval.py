@@ -122,3 +122,13 @@ def test_evaluate_files_bad_input(tmp_path):
         se.evaluate_files(FIXTURES / "squad_v1.json", tmp_path / "list.json")
     with pytest.raises(FileNotFoundError, match="nope.json"):
         se.evaluate_files(tmp_path / "nope.json", tmp_path / "list.json")
+    # a gold file with a field missing names it (the official scripts stop at a bare KeyError)
+    (tmp_path / "preds.json").write_text(json.dumps({"1": "Ahab"}))
+    qa = {"id": "1", "question": "Who?", "answers": [{"answer_start": 16}]}
+    (tmp_path / "gold.json").write_text(json.dumps({"version": "1.1", "data": [{"paragraphs": [{"qas": [qa]}]}]}))
+    match = r"gold.json: article 0, paragraph 0, question 0 \(id '1'\): expected an 'answers' list of objects with"
+    with pytest.raises(ValueError, match=match):
+        se.evaluate_files(tmp_path / "gold.json", tmp_path / "preds.json")
+    (tmp_path / "gold.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "t"}]}))
+    with pytest.raises(ValueError, match=r"gold.json: article 0: expected an object with a 'paragraphs' list"):
+        se.evaluate_files(tmp_path / "gold.json", tmp_path / "preds.json")

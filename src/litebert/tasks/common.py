@@ -60,6 +60,22 @@ class Report:
         return dict(sorted(self.counts.items()))
 
 
+def preview(text: str, limit: int = 200) -> str:
+    """`text` cut to `limit` characters, for quoting a file's content in a message (a SQuAD file is one line
+    of megabytes)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def json_type(value: object) -> str:
+    """A JSON value's type as a message says it ("a string", "null"), for "field 'x' must be ..., got ..."."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    kinds = {str: "a string", list: "a list", dict: "an object", int: "a number", float: "a number"}
+    return kinds.get(type(value), type(value).__name__)
+
+
 csv.field_size_limit(1 << 30)  # the default 128 KiB stops at one long document in a classification file
 
 
@@ -146,8 +162,7 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
             header, rows = first, reader
             missing = [c for c in columns if c not in header]
             if missing:
-                raise ValueError(f"{path}: missing column(s) {missing}; the header has {header} (--text-columns "
-                                 "and --label-column name the columns to read)")  # fmt: skip
+                raise ValueError(f"{path}: missing column(s) {missing}; " + _header_problem(header, delimiter))
         end = 0 if positions else reader.line_num
         for row in rows:
             line, end = end + 1, reader.line_num  # a record's first line (CSV fields may span lines)
@@ -159,6 +174,17 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
             yield line, dict(zip(header, row, strict=False))  # a short row is fine if it holds every needed column
     if blank:  # skipped, as csv readers do, but counted
         warnings.warn(f"{path}: {len(blank)} blank line(s) skipped (first: line {blank[0]})", stacklevel=2)
+
+
+def _header_problem(header: list[str], delimiter: str) -> str:
+    """What the first row holds, cut short, and a hint when the file is JSON (a SQuAD or RACE file)."""
+    if header and header[0].lstrip().startswith(("{", "[")):
+        start = preview(delimiter.join(header), 80)
+        return (
+            f"the file looks like JSON, not a CSV/TSV table (it starts {start!r}); SQuAD and RACE JSON files "
+            "are read by the squad and multiple-choice tasks"
+        )
+    return f"the header has {preview(repr(header))} (--text-columns and --label-column name the columns to read)"
 
 
 def truncate_pair(a: list[int], b: list[int] | None, max_tokens: int) -> int:

@@ -23,7 +23,7 @@ import numpy as np
 
 from litebert.files import format_suffix
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, TokenizerLike, open_text
+from litebert.tasks.common import Report, TokenizerLike, open_text, preview
 from litebert.tasks.metrics import accuracy, f1_macro
 
 IGNORE = -100
@@ -64,7 +64,7 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
             if len(cols) > 1:
                 tags.append(cols[-1])
             if bool(tags) != (len(cols) > 1) or (tags and len(tags) != len(words) + 1):
-                raise ValueError(f"{path}: line {n}: expected a word and a tag, got {raw.strip()!r}")
+                raise ValueError(f"{path}: line {n}: expected a word and a tag, got {preview(raw.strip())!r}")
             words.append(cols[0])
     if words:
         out.append(TaggedSentence(words, tags if tags else None, start))

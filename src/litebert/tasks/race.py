@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, TokenizerLike, open_text
+from litebert.tasks.common import Report, TokenizerLike, json_type, open_text, preview
 
 
 @dataclass
@@ -65,9 +65,7 @@ def _objects(path: Path) -> list[tuple[str, dict]]:
 def read_race(path: str | Path) -> list[ChoiceExample]:
     out: list[ChoiceExample] = []
     for where, obj in _objects(Path(path)):
-        missing = [k for k in ("article", "questions", "options") if k not in obj]
-        if missing:
-            raise ValueError(f"{where}: missing field(s) {missing}")
+        _check_fields(obj, where)
         answers = obj.get("answers")
         if answers is not None and len(answers) != len(obj["questions"]):
             raise ValueError(f"{where}: {len(obj['questions'])} questions but {len(answers)} answers")
@@ -89,6 +87,28 @@ def read_race(path: str | Path) -> list[ChoiceExample]:
         if len(ex.options) != n:
             raise ValueError(f"{path}: question {ex.qid} has {len(ex.options)} options, the first had {n}")
     return out
+
+
+def _check_fields(obj: Any, where: str) -> None:
+    """A RACE object's fields have the types the reader needs, or an error names the field."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: expected an object with 'article', 'questions' and 'options', got {json_type(obj)}")
+    missing = [k for k in ("article", "questions", "options") if k not in obj]
+    if missing:
+        raise ValueError(f"{where}: missing field(s) {missing}")
+    if not isinstance(obj["article"], str):
+        raise ValueError(f"{where}: field 'article' must be a string, got {json_type(obj['article'])}")
+    for k, kind in (("questions", "a list of strings"), ("options", "a list"), ("answers", "a list")):
+        value = obj.get(k)
+        if not isinstance(value, list) and not (k == "answers" and value is None):  # no answers: unlabelled
+            raise ValueError(f"{where}: field {k!r} must be {kind}, got {json_type(value)}")
+    for n, q in enumerate(obj["questions"]):
+        if not isinstance(q, str):
+            raise ValueError(f"{where}: field 'questions' must be a list of strings, got {json_type(q)} at {n}")
+    for n, options in enumerate(obj["options"]):
+        if not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
+            got = preview(json.dumps(options), 80)
+            raise ValueError(f"{where}: question {n}: options must be a non-empty list of strings, got {got}")
 
 
 def qa_text(question: str, option: str) -> str:

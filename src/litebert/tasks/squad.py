@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, TokenizerLike, open_text
+from litebert.tasks.common import Report, TokenizerLike, json_type, open_text
 from litebert.tasks.squad_eval import evaluate_v1, evaluate_v2
 
 
@@ -29,13 +29,17 @@ class SquadExample:
     qid: str
     question: str
     context: str
-    answers: list[tuple[str, int]]  # (text, character start in context)
+    answers: list[tuple[str, int | None]]  # (text, character start in context; None outside training if absent)
     is_impossible: bool
     where: str  # "article i, paragraph j" for messages
 
 
-def read_squad(path: str | Path) -> tuple[list[SquadExample], bool]:
-    """Examples of a SQuAD JSON file and whether it is v2.0-style (has unanswerable questions)."""
+def read_squad(path: str | Path, *, training: bool = False) -> tuple[list[SquadExample], bool]:
+    """Examples of a SQuAD JSON file and whether it is v2.0-style (has unanswerable questions).
+
+    Training needs each answer's `answer_start` (features map it to tokens); evaluation and prediction read
+    answer texts only, as the official scorer does. Bad input names the file, paragraph, question and field.
+    """
     with open_text(path) as f:
         try:
             data = json.load(f)
@@ -43,28 +47,82 @@ def read_squad(path: str | Path) -> tuple[list[SquadExample], bool]:
             raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path}: not a SQuAD file (expected a JSON object with a 'data' list)")
+    version_2 = str(data.get("version", "")).lstrip("v") == "2.0"
     out, seen = [], set()
     for i, article in enumerate(data["data"]):
-        for j, para in enumerate(article.get("paragraphs", [])):
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        if not isinstance(paragraphs, list):
+            raise ValueError(f"{path}: article {i}: expected an object with a 'paragraphs' list")
+        for j, para in enumerate(paragraphs):
             where = f"article {i}, paragraph {j}"
-            for k in ("context", "qas"):
+            if not isinstance(para, dict):
+                raise ValueError(f"{path}: {where}: expected an object with 'context' and 'qas', got {json_type(para)}")
+            for k, kind, name in (("context", str, "a string"), ("qas", list, "a list")):
                 if k not in para:
                     raise ValueError(f"{path}: {where}: missing field {k!r}")
+                if not isinstance(para[k], kind):
+                    raise ValueError(f"{path}: {where}: field {k!r} must be {name}, got {json_type(para[k])}")
             for qa in para["qas"]:
-                missing = [k for k in ("id", "question") if k not in qa]
-                if missing:
-                    raise ValueError(f"{path}: {where}: question without field(s) {missing}")
-                if qa["id"] in seen:  # answers are keyed by id: a repeat would overwrite another's
-                    raise ValueError(f"{path}: {where}: question id {qa['id']!r} appears twice")
-                seen.add(qa["id"])
-                answers = [(a["text"], int(a["answer_start"])) for a in qa.get("answers", [])]
-                impossible = bool(qa.get("is_impossible", not answers))
-                if impossible and answers and str(data.get("version", "")).lstrip("v") == "2.0":
-                    answers = []  # v2.0 keeps plausible answers apart; an impossible question has none
-                out.append(SquadExample(qa["id"], qa["question"], para["context"], answers, impossible, where))
+                ex = _example(qa, para["context"], path, where, version_2=version_2, training=training)
+                if ex.qid in seen:  # answers are keyed by id: a repeat would overwrite another's
+                    raise ValueError(f"{path}: {where}: question id {ex.qid!r} appears twice")
+                seen.add(ex.qid)
+                out.append(ex)
     if not out:
         raise ValueError(f"{path}: no questions")
-    return out, any(ex.is_impossible for ex in out) or str(data.get("version", "")).lstrip("v") == "2.0"
+    return out, any(ex.is_impossible for ex in out) or version_2
+
+
+def _example(
+    qa: Any, context: str, path: str | Path, para_where: str, *, version_2: bool, training: bool
+) -> SquadExample:
+    """One question of a paragraph ("article i, paragraph j" is `para_where`), with its fields checked."""
+    where = f"{path}: {para_where}"
+    if not isinstance(qa, dict):
+        raise ValueError(f"{where}: a question must be an object, got {json_type(qa)}")
+    missing = [k for k in ("id", "question") if k not in qa]
+    if missing:
+        raise ValueError(f"{where}: question without field(s) {missing}")
+    if isinstance(qa["id"], bool) or not isinstance(qa["id"], str | int):
+        raise ValueError(f"{where}: question id must be a string or an integer, got {json_type(qa['id'])}")
+    qid = str(qa["id"])
+    where = f"{where}: question {qid!r}"
+    answers, impossible = qa.get("answers", []), qa.get("is_impossible", None)
+    for k, value, ok, name in (
+        ("question", qa["question"], isinstance(qa["question"], str), "a string"),
+        ("answers", answers, isinstance(answers, list), "a list"),
+        ("is_impossible", impossible, impossible is None or isinstance(impossible, bool), "true or false"),
+    ):
+        if not ok:
+            raise ValueError(f"{where}: field {k!r} must be {name}, got {json_type(value)}")
+    for n, a in enumerate(answers):
+        if not isinstance(a, dict):
+            raise ValueError(f"{where}: answer {n} must be an object, got {json_type(a)}")
+        if "text" not in a:
+            raise ValueError(f"{where}: answer {n} has no 'text'")
+        if not isinstance(a["text"], str):
+            raise ValueError(f"{where}: answer {n}: 'text' must be a string, got {json_type(a['text'])}")
+    impossible = not answers if impossible is None else impossible
+    if impossible and version_2:
+        answers = []  # v2.0 keeps plausible answers apart; an impossible question has none
+    if training and not impossible and not answers:
+        raise ValueError(f"{where}: 'is_impossible' is false but 'answers' is empty (training needs an answer)")
+    pairs = [(a["text"], _answer_start(a, n, where, training)) for n, a in enumerate(answers)]
+    return SquadExample(qid, qa["question"], context, pairs, impossible, para_where)
+
+
+def _answer_start(answer: dict[str, Any], n: int, where: str, training: bool) -> int | None:
+    """The answer's character offset; required for training only (the official scorer reads texts)."""
+    start = answer.get("answer_start")
+    if isinstance(start, int) and not isinstance(start, bool):
+        return start
+    if isinstance(start, str) and start.strip().isdigit():  # converted datasets that write offsets as text
+        return int(start)
+    if not training:
+        return None
+    if start is None:
+        raise ValueError(f"{where}: answer {n} has no 'answer_start' (training needs its offset in the context)")
+    raise ValueError(f"{where}: answer {n}: 'answer_start' must be an integer, got {json_type(start)}")
 
 
 def answer_token_span(ex: SquadExample, offsets: list[tuple[int, int]], report: Report) -> tuple[int, int] | None:
@@ -198,7 +256,7 @@ class SquadTask:
 
     def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
         report = Report(str(path))
-        examples, v2 = read_squad(path)
+        examples, v2 = read_squad(path, training=mode == "train")
         if mode == "train":  # whether the model learned to abstain: decoding follows it, whatever file comes next
             state["version_2_with_negative"] = v2
         feats, meta, used = featurize(examples, tok, cfg, report, training=mode == "train")

@@ -127,8 +127,9 @@ def evaluate_files(gold_path: str | Path, pred_path: str | Path, *, version: str
     """Score a predictions file (question id -> answer text, "" for no answer) against a SQuAD gold file."""
     gold = _read_json(Path(gold_path))
     preds = _read_json(Path(pred_path))
-    if not isinstance(gold, dict) or "data" not in gold:
+    if not isinstance(gold, dict) or not isinstance(gold.get("data"), list):
         raise ValueError(f"{gold_path}: not a SQuAD file (expected a JSON object with a 'data' list)")
+    _check_gold(gold_path, gold["data"])
     if not isinstance(preds, dict) or not all(isinstance(v, str) for v in preds.values()):
         raise ValueError(f"{pred_path}: expected a JSON object mapping question id -> answer text")
     version = version or dataset_version(gold)
@@ -136,6 +137,25 @@ def evaluate_files(gold_path: str | Path, pred_path: str | Path, *, version: str
         raise ValueError(f"version must be '1.1' or '2.0', got {version!r}")
     scorer = evaluate_v1 if version == "1.1" else evaluate_v2
     return {"version": version, **scorer(gold["data"], preds)}
+
+
+def _check_gold(path: str | Path, dataset: list[Any]) -> None:
+    """The fields the scorers read (paragraphs, qas, id, answers' texts) are there, or an error names where."""
+    for i, article in enumerate(dataset):
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        if not isinstance(paragraphs, list):
+            raise ValueError(f"{path}: article {i}: expected an object with a 'paragraphs' list")
+        for j, para in enumerate(paragraphs):
+            qas = para.get("qas") if isinstance(para, dict) else None
+            if not isinstance(qas, list):
+                raise ValueError(f"{path}: article {i}, paragraph {j}: expected an object with a 'qas' list")
+            for n, qa in enumerate(qas):
+                where = f"{path}: article {i}, paragraph {j}, question {n}"
+                if not isinstance(qa, dict) or "id" not in qa:
+                    raise ValueError(f"{where}: expected an object with an 'id'")
+                answers = qa.get("answers")
+                if not isinstance(answers, list) or not all(isinstance(a, dict) and "text" in a for a in answers):
+                    raise ValueError(f"{where} (id {qa['id']!r}): expected an 'answers' list of objects with a 'text'")
 
 
 def _read_json(path: Path) -> Any:
