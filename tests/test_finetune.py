@@ -366,3 +366,53 @@ def test_library_use_paths_and_caller_state(model_dir, tmp_path):
     assert backbone.training  # the caller's mode is left as it was
     with pytest.raises(TypeError, match="a list of strings"):
         embed_texts(backbone, tok, "Call me Ishmael.")
+
+
+def test_corrupt_head_and_malformed_finetune_json_are_named(model_dir, tmp_path, capsys):
+    from safetensors.torch import load_file, save_file
+
+    data = str(FIXTURES / "sst2.tsv")
+    finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1))
+    best, head, meta = tmp_path / "best", tmp_path / "best" / "head.safetensors", tmp_path / "best" / "finetune.json"
+    expected, raw = predict(best, data), head.read_bytes()
+    head.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))  # one bit of the last weight
+    with pytest.raises(ValueError, match=r"head.safetensors: weights do not match their recorded checksum"):
+        predict(best, data)
+    head.write_bytes(raw[: len(raw) // 2])
+    assert main(["predict", "--init", str(best), "--data", data, "--out", str(tmp_path / "p.json")]) == 2
+    assert "head.safetensors: corrupt or unreadable safetensors file" in capsys.readouterr().err
+    head.write_bytes(raw)
+    save_file(load_file(head), head)  # a head saved before heads had a checksum still loads, as model files do
+    assert predict(best, data) == expected
+    trained_on = json.loads(meta.read_text())
+    trained_on["config"]["device"] = f"cuda:{torch.cuda.device_count()}"  # a GPU this machine does not have
+    meta.write_text(json.dumps(trained_on))
+    assert predict(best, data) == expected  # a model runs on the machine that loads it, not where it trained
+    bad_config = meta.read_text().replace('"weight_decay": 0.01', '"weight_decay": -1')
+    for text, message in (
+        ('{"task": "classification"\n', r"finetune.json: invalid JSON at line 2"),
+        ('{"task": "classification"}', r"finetune.json: not a .* \(no num_outputs, state, config"),
+        (bad_config, r"finetune.json: config: FinetuneConfig.weight_decay must be >= 0"),
+    ):
+        meta.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            load_finetuned(best)
+
+
+def test_bad_settings_are_refused_with_their_flag(model_dir, tmp_path, capsys):
+    data = str(FIXTURES / "sst2.tsv")
+    with pytest.raises(ValueError, match=r"FinetuneConfig.weight_decay must be >= 0, got -3"):
+        _cfg(model_dir, tmp_path, task="classification", train=data, dev=data, weight_decay=-3.0)
+    same = [("classification", {"label_column": "sentence"}), ("classification", {"text_columns": ("label",)})]
+    for task, kw in [*same, ("similarity", {"label_column": "sentence2"})]:
+        with pytest.raises(ValueError, match=r"label_column '\w+' \(--label-column\) is also one of the text columns"):
+            _cfg(model_dir, tmp_path, task=task, train=data, dev=data, **kw)
+    argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
+            "--out", str(tmp_path / "o")]  # fmt: skip
+    for device, reason in (("tpu", "Expected one of cpu, cuda"), (f"cuda:{torch.cuda.device_count()}", "")):
+        assert main([*argv, "--device", device]) == 2  # cuda:N past the last GPU, or any cuda without one
+        assert f"FinetuneConfig.device '{device}' (--device) cannot be used here: {reason}" in capsys.readouterr().err
+    (tmp_path / "in.txt").write_text("Call me Ishmael.\n")
+    assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "x.npy"),
+                 "--batch-size", "0"]) == 2  # fmt: skip
+    assert "batch_size (--batch-size) must be a positive integer, got 0" in capsys.readouterr().err

@@ -48,6 +48,8 @@ def embed_texts(
     Albert (or a model holding one as `.albert`); its train/eval mode is left as it was."""
     if isinstance(texts, str):
         raise TypeError("texts must be a list of strings (one embedding each), not a single string")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size (--batch-size) must be a positive integer, got {batch_size!r}")
     backbone = getattr(backbone, "albert", backbone)
     max_len = min(max_seq_length or backbone.config.max_position, backbone.config.max_position)
     if max_len < 3:

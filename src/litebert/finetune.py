@@ -23,18 +23,19 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 import litebert
+from litebert.config import read_json
 from litebert.finetune_heads import POOLED_HEADS, POOLINGS, FinetuneModel, build_head
 from litebert.heads import AlbertForPretraining
 from litebert.tasks import TASKS, Task, TaskData, get_task
 from litebert.tasks.common import collate
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
+from litebert.weights import HEAD_FILE, META_FILE, read_safetensors, write_safetensors
 
 log = logging.getLogger(__name__)
-HEAD_FILE, META_FILE, RESULTS_FILE = "head.safetensors", "finetune.json", "results.json"
+RESULTS_FILE = "results.json"
 # Per-task defaults for the named columns (GLUE's SST-2 / STS-B headers).
 DEFAULT_COLUMNS = {
     "classification": (("sentence",), "label"),
@@ -100,8 +101,9 @@ class FinetuneConfig:
                 f"FinetuneConfig.pooling {self.pooling!r} (--pooling) applies to classification, regression and "
                 f"multiple-choice, not to task {self.task!r}"
             )
-        if self.warmup < 0:
-            raise ValueError(f"FinetuneConfig.warmup must be >= 0, got {self.warmup!r}")
+        for name in ("warmup", "weight_decay"):
+            if not getattr(self, name) >= 0:  # NaN too
+                raise ValueError(f"FinetuneConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.warmup_steps > self.max_steps:
             raise ValueError(
                 f"FinetuneConfig.warmup ({self.warmup!r} steps) exceeds max_steps ({self.max_steps}): the learning "
@@ -115,9 +117,18 @@ class FinetuneConfig:
                 f"FinetuneConfig.max_seq_length ({self.max_seq_length}, --max-seq-length) must exceed {part} "
                 f"({getattr(self, part)}, {flag}) by at least 4"
             )
+        self._resolve_columns()
+
+    def _resolve_columns(self) -> None:
         columns, label = DEFAULT_COLUMNS.get(self.task, ((), None))
         self.text_columns = tuple(self.text_columns) if self.text_columns else columns
         self.label_column = self.label_column or label
+        if self.label_column in self.text_columns:  # the model would be given its answer as input
+            raise ValueError(
+                f"FinetuneConfig.label_column {self.label_column!r} (--label-column) is also one of the text columns "
+                f"{list(self.text_columns)} (--text-columns; default for {self.task}: {list(columns)}): the model "
+                "would read its label as input"
+            )
 
     @property
     def warmup_steps(self) -> int:
@@ -227,12 +238,22 @@ def evaluate_data(model: FinetuneModel, task: Task, data: TaskData, tok: Any, cf
 
 
 def _device(cfg: Any) -> torch.device:
-    return torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    """The device named by FinetuneConfig.device (default: cuda when available), checked to be usable here."""
+    if cfg.device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:  # a tensor there is torch's own test: an unknown name, no GPU, cuda:3 on a one-GPU machine...
+        device = torch.device(cfg.device)
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as exc:  # AssertionError: this torch was built without CUDA
+        reason = str(exc).split("\n")[0]
+        raise ValueError(f"FinetuneConfig.device {cfg.device!r} (--device) cannot be used here: {reason}") from None
+    return device
 
 
 def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json."""
     cfg = dataclasses.replace(cfg)  # defaults filled in below (max_seq_length) stay out of the caller's config
+    device = _device(cfg)  # before the model and data are read: an unusable --device fails at once
     if (Path(cfg.out) / RESULTS_FILE).exists():  # scripts rerun into one directory: replace, but say so
         warnings.warn(f"{cfg.out}: replacing the results and best checkpoint of an earlier run", stacklevel=2)
     torch.manual_seed(cfg.seed)
@@ -244,7 +265,6 @@ def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     for data in (train, dev):
         data.report.warn()
     model = FinetuneModel(base, build_head(task.head, base.config, task.num_outputs(state), cfg.pooling))
-    device = _device(cfg)
     model.to(device)
     optimizer = build_optimizer(model.trainable(), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay)
     batches = train_batches(train, cfg.batch_size, task.pad_values(tok), rng, cfg.group_by_length)
@@ -299,7 +319,7 @@ def save_finetuned(
     model: FinetuneModel, directory: Path, task: str, state: dict, cfg: FinetuneConfig, tok: Any
 ) -> None:
     litebert.save(model.pretrained, directory, tokenizer_dir=tok.dir)
-    save_file({k: v.detach().cpu().contiguous() for k, v in model.head.state_dict().items()}, directory / HEAD_FILE)
+    write_safetensors(model.head.state_dict(), directory / HEAD_FILE, {"format": "pt", "producer": "litebert"})
     meta = {"task": task, "num_outputs": get_task(task).num_outputs(state), "state": state, "config": cfg.to_dict()}
     (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
 
@@ -319,12 +339,18 @@ def load_finetuned(directory: str | Path) -> Finetuned:
     meta_path = directory / META_FILE
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path}: not a fine-tuned model directory (no {META_FILE})")
-    meta = json.loads(meta_path.read_text())
-    cfg = FinetuneConfig(**meta["config"])
+    meta = read_json(meta_path)
+    missing = [k for k in ("task", "num_outputs", "state", "config") if not isinstance(meta, dict) or k not in meta]
+    if missing:
+        raise ValueError(f"{meta_path}: not a {META_FILE} written by litebert (no {', '.join(missing)})")
+    try:
+        cfg = FinetuneConfig(**{**meta["config"], "device": None})  # this machine's device, not the trainer's
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{meta_path}: config: {exc}") from None
     task = get_task(meta["task"])
     base = litebert.load(directory)
     head = build_head(task.head, base.config, meta["num_outputs"], cfg.pooling)
-    head.load_state_dict(load_file(directory / HEAD_FILE))
+    head.load_state_dict(read_safetensors(directory / HEAD_FILE))
     model = FinetuneModel(base, head).to(_device(cfg))
     return Finetuned(model, task, meta["state"], cfg, load_tokenizer(directory))
 

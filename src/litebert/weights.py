@@ -20,6 +20,9 @@ from litebert.config import ModelConfig, read_json
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILES = ("spiece.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+# A fine-tuned model directory (litebert.finetune) holds these beside the pretrained model: the task head's
+# weights and the task's settings. Named here so that every reader of a model directory knows them.
+HEAD_FILE, META_FILE = "head.safetensors", "finetune.json"
 _DIGEST_KEY = "litebert_sha256"
 
 
