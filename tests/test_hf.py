@@ -232,3 +232,13 @@ def test_the_identity_projection_of_an_e_equals_h_model_takes_the_model_dtype():
     tensors = hf.to_hf_state_dict(model)
     assert {t.dtype for t in tensors.values()} == {torch.bfloat16}
     assert torch.equal(tensors["albert.encoder.embedding_hidden_mapping_in.weight"].float(), torch.eye(32))
+
+
+def test_export_of_a_fine_tuned_directory_warns_that_its_task_head_is_left_out(tmp_path):
+    litebert.save(litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=100)), tmp_path / "best")
+    (tmp_path / "best" / "head.safetensors").write_bytes(b"a task head")  # as litebert.finetune saves beside it
+    (tmp_path / "best" / "finetune.json").write_text("{}")
+    left_out = r"best: a fine-tuned .* leaves out the fine-tuned task head.*\(head.safetensors, finetune.json\)"
+    with pytest.warns(UserWarning, match=left_out):
+        hf.export_hf(tmp_path / "best", tmp_path / "hf")
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == ["AlbertForPreTraining"]

@@ -14,6 +14,8 @@ from litebert.config import ModelConfig
 from litebert.heads import AlbertForPretraining
 from litebert.weights import (
     CONFIG_FILE,
+    HEAD_FILE,
+    META_FILE,
     WEIGHTS_FILE,
     check_state_dict,
     copy_tokenizer,
@@ -277,8 +279,16 @@ def import_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
 
 
 def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
-    """Convert a litebert directory into a transformers ALBERT directory (tokenizer files included)."""
+    """Convert a litebert directory into a transformers ALBERT directory (tokenizer files included). Of a
+    fine-tuned directory only the pretrained model is exported, with a warning: its task head is left out."""
     _check_distinct(src_dir, dst_dir)
+    left_out = [name for name in (HEAD_FILE, META_FILE) if (Path(src_dir) / name).is_file()]
+    if left_out:
+        warnings.warn(
+            f"{src_dir}: a fine-tuned model directory; the export holds its pretrained model (AlbertForPreTraining "
+            f"layout) and leaves out the fine-tuned task head and its settings ({', '.join(left_out)})",
+            stacklevel=2,
+        )
     return save_hf(load(src_dir), dst_dir, tokenizer_dir=src_dir)
 
 
