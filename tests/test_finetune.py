@@ -14,7 +14,7 @@ import torch
 
 import litebert
 from litebert.cli import main
-from litebert.finetune import FinetuneConfig, evaluate, finetune, load_finetuned, predict
+from litebert.finetune import FinetuneConfig, evaluate, finetune, load_finetuned, load_pretrained, predict
 from litebert.tasks.squad_eval import evaluate_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
@@ -401,6 +401,16 @@ def test_corrupt_head_and_malformed_finetune_json_are_named(model_dir, tmp_path,
 
 def test_bad_settings_are_refused_with_their_flag(model_dir, tmp_path, capsys):
     data = str(FIXTURES / "sst2.tsv")
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+    proto = model_pb2.ModelProto.FromString((model_dir / "spiece.model").read_bytes())
+    proto.pieces[10].piece, proto.pieces[11].piece = proto.pieces[11].piece, proto.pieces[10].piece
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "spiece.model").write_bytes(proto.SerializeToString())  # same size, other pieces
+    with pytest.raises(ValueError, match=r"other: its pieces differ from those of .*spiece.model, the model's own"):
+        load_pretrained(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data,
+                             tokenizer=str(tmp_path / "other")))  # fmt: skip
+    load_pretrained(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, tokenizer=str(model_dir)))
     with pytest.raises(ValueError, match=r"FinetuneConfig.weight_decay must be >= 0, got -3"):
         _cfg(model_dir, tmp_path, task="classification", train=data, dev=data, weight_decay=-3.0)
     same = [("classification", {"label_column": "sentence"}), ("classification", {"text_columns": ("label",)})]

@@ -32,7 +32,7 @@ from litebert.heads import AlbertForPretraining
 from litebert.tasks import TASKS, Task, TaskData, get_task
 from litebert.tasks.common import collate
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
-from litebert.weights import HEAD_FILE, META_FILE, read_safetensors, write_safetensors
+from litebert.weights import HEAD_FILE, META_FILE, read_safetensors, write_json, write_safetensors
 
 log = logging.getLogger(__name__)
 RESULTS_FILE = "results.json"
@@ -164,6 +164,10 @@ def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
         torch.manual_seed(cfg.seed)
         base = AlbertForPretraining(base.config)  # same architecture, fresh truncated-normal weights
     tok = load_tokenizer(cfg.tokenizer or cfg.init)
+    own = Path(cfg.init) / "spiece.model"  # a model directory carries the tokenizer it was trained with
+    if cfg.tokenizer and own.is_file() and load_tokenizer(cfg.init).pieces != tok.pieces:
+        raise ValueError(f"--tokenizer {cfg.tokenizer}: its pieces differ from those of {own}, the model's own "
+                         "tokenizer; leave --tokenizer out to use that one")  # fmt: skip
     if tok.vocab_size != base.config.vocab_size:
         raise ValueError(
             f"tokenizer in {cfg.tokenizer or cfg.init} has {tok.vocab_size} pieces but the model's "
@@ -310,9 +314,8 @@ def write_results(result: FinetuneResult, cfg: FinetuneConfig, state: dict, trai
         "state": state,
         "config": cfg.to_dict(),
     }
-    path = Path(cfg.out) / RESULTS_FILE
-    path.write_text(json.dumps(payload, indent=2) + "\n")
-    return path
+    write_json(payload, Path(cfg.out) / RESULTS_FILE)
+    return Path(cfg.out) / RESULTS_FILE
 
 
 def save_finetuned(
@@ -321,7 +324,7 @@ def save_finetuned(
     litebert.save(model.pretrained, directory, tokenizer_dir=tok.dir)
     write_safetensors(model.head.state_dict(), directory / HEAD_FILE, {"format": "pt", "producer": "litebert"})
     meta = {"task": task, "num_outputs": get_task(task).num_outputs(state), "state": state, "config": cfg.to_dict()}
-    (directory / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    write_json(meta, directory / META_FILE)  # atomically, as the weights beside it
 
 
 @dataclass
