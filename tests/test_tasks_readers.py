@@ -44,6 +44,9 @@ def test_missing_column_and_bad_number_are_named(tmp_path):
     bad.write_text("s1\ts2\tscore\na\tb\thigh\n")
     with pytest.raises(ValueError, match="bad.tsv: line 2: score 'high' is not a number"):
         read_scored_pairs(bad, ("s1", "s2"), "score")
+    bad.write_text("s1\ts2\tscore\na\tb\t" + "x" * 100_000 + "\n")  # a misaligned column's long text
+    with pytest.raises(ValueError, match=r"line 2: score 'x{200}\.\.\.' is not a number$"):
+        read_scored_pairs(bad, ("s1", "s2"), "score")
     with pytest.raises(FileNotFoundError, match="nope.tsv"):
         read_labeled_table(tmp_path / "nope.tsv", ("sentence",), "label")
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, TokenizerLike, pack_pair, read_table
+from litebert.tasks.common import Report, TokenizerLike, pack_pair, preview, read_table
 from litebert.tasks.metrics import classification_metrics, regression_metrics
 
 
@@ -46,7 +46,7 @@ def read_labeled_table(
                 try:
                     label = float(raw)
                 except ValueError:
-                    raise ValueError(f"{path}: line {line}: label {raw!r} is not a number") from None
+                    raise ValueError(f"{path}: line {line}: label {preview(raw)!r} is not a number") from None
                 if not math.isfinite(label):
                     raise ValueError(f"{path}: line {line}: label {raw!r} is not a finite number")
             elif not raw:
@@ -106,7 +106,7 @@ class ClassificationTask:
         for ex in examples:
             if str(ex.label) not in index:
                 raise ValueError(
-                    f"{path}: line {ex.line}: label {ex.label!r} never seen in training; "
+                    f"{path}: line {ex.line}: label {preview(str(ex.label))!r} never seen in training; "
                     f"known labels: {state['labels']}"
                 )
             targets.append(np.int64(index[str(ex.label)]))

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, TokenizerLike, open_text, pack_pair, read_table
+from litebert.tasks.common import Report, TokenizerLike, open_text, pack_pair, preview, read_table
 from litebert.tasks.metrics import accuracy, pearson, spearman
 
 
@@ -45,7 +45,7 @@ def read_scored_pairs(
             try:
                 score = float(score)
             except ValueError:
-                raise ValueError(f"{path}: line {line}: score {row[score_column]!r} is not a number") from None
+                raise ValueError(f"{path}: line {line}: score {preview(row[score_column])!r} is not a number") from None
         out.append(ScoredPair(row[text_columns[0]], row[text_columns[1]], score, line))
     if not out:
         raise ValueError(f"{path}: no pairs")
