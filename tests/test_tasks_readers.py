@@ -104,6 +104,16 @@ def test_conll2003_reader():
     assert sentences[0].tags[:3] == ["B-ORG", "O", "B-MISC"] and sentences[0].line == 3
 
 
+def test_a_json_file_given_to_the_conll_reader_is_refused(tmp_path):
+    squad = tmp_path / "dev.txt"
+    squad.write_text('{"version": "1.1", "data": [{"title": "t", "paragraphs": []}]}\n')
+    with pytest.raises(ValueError, match=r"dev.txt: line 1: looks like JSON, not CoNLL"):
+        read_conll(squad)
+    brackets = tmp_path / "ok.txt"
+    brackets.write_text("[ O\nhello O\n] O\n")  # a bracket is a word like any other
+    assert read_conll(brackets)[0].words == ["[", "hello", "]"]
+
+
 def test_conllu_reader_takes_forms_and_upos(tmp_path):
     # Universal Dependencies' layout: comments, multiword-token ranges (1-2 "We're") and empty nodes (9.1) are
     # not words; the tag is UPOS (column 4), not the last column (MISC)

@@ -61,6 +61,8 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
                 continue
             if not words:
                 start = n
+                if not out and raw.lstrip().startswith(('{"', "[{", '["')):  # a SQuAD or RACE file given here
+                    raise ValueError(f"{path}: line {n}: looks like JSON, not CoNLL (a word and its tag per line)")
             if len(cols) > 1:
                 tags.append(cols[-1])
             if bool(tags) != (len(cols) > 1) or (tags and len(tags) != len(words) + 1):
