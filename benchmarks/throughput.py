@@ -34,8 +34,8 @@ import transformers  # noqa: E402
 import litebert  # noqa: E402
 from litebert import hf  # noqa: E402
 from litebert.allocator import keep_freed_memory  # noqa: E402
-from litebert.model import layer_schedule  # noqa: E402
 from litebert.train.loop import native_bf16  # noqa: E402
+from litebert.train.metrics import train_flops_per_sequence  # noqa: E402
 from litebert.train.optim import Lamb  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -144,16 +144,6 @@ def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 6) -> float:
         a @ b
         times.append(time.perf_counter() - t)
     return 2 * n**3 / min(times)
-
-
-def train_flops_per_token(config: litebert.ModelConfig, T: int, masked_frac: float) -> float:
-    """Model FLOPs one token costs in a training step (forward + backward = 3x forward matmul work)."""
-    H, E, F = config.hidden_size, config.embedding_size, config.intermediate_size
-    L = len(layer_schedule(config))  # blocks applied, shared or not
-    per_layer = 2 * (4 * H * H + 2 * H * F) + 2 * 2 * T * H  # projections + FFN + QK^T and AV
-    fwd = L * per_layer + (2 * E * H if config.has_projection else 0)
-    fwd += masked_frac * 2 * (H * E + E * config.vocab_size)  # MLM head at the masked positions only
-    return 3 * fwd
 
 
 class Pair:
@@ -304,8 +294,8 @@ def main() -> None:
                     ours_tps, hf_tps = tokens / statistics.median(t_ours), tokens / statistics.median(t_theirs)
                     mfu_o = mfu_t = float("nan")
                     if case.startswith("pretrain"):
-                        fpt = train_flops_per_token(config, T, 0.15)
-                        flops = tokens * fpt
+                        # the library's count (the one metrics.jsonl logs), per token of a full-length row
+                        flops = tokens * train_flops_per_sequence(config, T, max(1, round(0.15 * T))) / T
                         mfu_o = statistics.median(flops / t / pk for t, pk in zip(t_ours, peaks, strict=True))
                         mfu_t = statistics.median(flops / t / pk for t, pk in zip(t_theirs, peaks, strict=True))
                     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
