@@ -314,8 +314,9 @@ def write_results(result: FinetuneResult, cfg: FinetuneConfig, state: dict, trai
         "state": state,
         "config": cfg.to_dict(),
     }
-    write_json(payload, Path(cfg.out) / RESULTS_FILE)
-    return Path(cfg.out) / RESULTS_FILE
+    path = Path(cfg.out) / RESULTS_FILE
+    write_json(payload, path)
+    return path
 
 
 def save_finetuned(
