@@ -30,8 +30,9 @@ import torch.nn.functional as F
 
 import litebert
 from litebert.embed import cosine_matrix, embed_texts
-from litebert.finetune import FinetuneConfig, evaluate, finetune, load_tokenizer
+from litebert.finetune import FinetuneConfig, finetune, load_tokenizer
 from litebert.finetune_heads import POOLINGS
+from litebert.finetuned import evaluate
 from litebert.tasks.classification import read_labeled_table
 from litebert.tasks.metrics import pearson, spearman
 from litebert.tasks.similarity import read_lee

@@ -1,4 +1,4 @@
-"""Shared pytest fixtures: paths to the shared real data."""
+"""Shared pytest fixtures: paths to the shared real data, a small tokenizer and a tiny model saved with it."""
 
 from __future__ import annotations
 
@@ -27,3 +27,34 @@ def tokenizer_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tokenizer")
     train_tokenizer(inputs, out, vocab_size=3000)
     return out
+
+
+@pytest.fixture(scope="session")
+def model_dir(tokenizer_dir, tmp_path_factory) -> Path:
+    """A tiny randomly initialised model saved with the tokenizer (stands in for a pretrained one)."""
+    import torch
+
+    import litebert
+    from litebert.tokenizer import Tokenizer
+
+    torch.manual_seed(0)
+    vocab = Tokenizer.load(tokenizer_dir).vocab_size
+    cfg = litebert.preset(
+        "tiny", vocab_size=vocab, embedding_size=32, hidden_size=64, num_layers=2, num_heads=2,
+        intermediate_size=128, max_position=128, hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0,
+    )  # fmt: skip
+    out = tmp_path_factory.mktemp("model")
+    litebert.save(litebert.AlbertForPretraining(cfg), out, tokenizer_dir=tokenizer_dir)
+    return out
+
+
+@pytest.fixture
+def ft_cfg(model_dir):
+    """FinetuneConfig(out, **settings) for fine-tuning `model_dir` with small test settings."""
+    from litebert.finetune import FinetuneConfig
+
+    def make(out: Path, **kw) -> FinetuneConfig:
+        base = dict(init=str(model_dir), out=str(out), lr=1e-3, batch_size=16, max_seq_length=64, seed=0)
+        return FinetuneConfig(**{**base, **kw})
+
+    return make

@@ -14,38 +14,18 @@ import torch
 
 import litebert
 from litebert.cli import main
-from litebert.finetune import FinetuneConfig, evaluate, finetune, load_finetuned, load_pretrained, predict
+from litebert.finetune import finetune, load_pretrained
+from litebert.finetuned import evaluate, load_finetuned, predict
 from litebert.tasks.squad_eval import evaluate_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
 
 
-@pytest.fixture(scope="module")
-def model_dir(tokenizer_dir, tmp_path_factory) -> Path:
-    """A tiny randomly initialised model saved with the tokenizer (stands in for a pretrained one)."""
-    from litebert.tokenizer import Tokenizer
-
-    torch.manual_seed(0)
-    vocab = Tokenizer.load(tokenizer_dir).vocab_size
-    cfg = litebert.preset(
-        "tiny", vocab_size=vocab, embedding_size=32, hidden_size=64, num_layers=2, num_heads=2,
-        intermediate_size=128, max_position=128, hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0,
-    )  # fmt: skip
-    out = tmp_path_factory.mktemp("model")
-    litebert.save(litebert.AlbertForPretraining(cfg), out, tokenizer_dir=tokenizer_dir)
-    return out
-
-
-def _cfg(model_dir: Path, out: Path, **kw) -> FinetuneConfig:
-    base = dict(init=str(model_dir), out=str(out), lr=1e-3, batch_size=16, max_seq_length=64, seed=0)
-    return FinetuneConfig(**{**base, **kw})
-
-
-def test_squad_v2_learns_its_file_and_outputs_agree_with_the_official_metric(model_dir, tmp_path):
+def test_squad_v2_learns_its_file_and_outputs_agree_with_the_official_metric(ft_cfg, tmp_path):
     torch.set_num_threads(1)
     data = str(FIXTURES / "squad_v2.json")
     # 64-token windows with stride 32: every context is split, so windows and max-context decoding are used.
-    cfg = _cfg(model_dir, tmp_path, task="squad", train=data, dev=data, max_steps=500, eval_every=125,
+    cfg = ft_cfg(tmp_path, task="squad", train=data, dev=data, max_steps=500, eval_every=125,
                doc_stride=32, max_query_length=24)  # fmt: skip
     result = finetune(cfg)
     results = json.loads((tmp_path / "results.json").read_text())
@@ -63,10 +43,10 @@ def test_squad_v2_learns_its_file_and_outputs_agree_with_the_official_metric(mod
     assert scored["exact_match"] == pytest.approx(dev["exact_match"]) and scored["f1"] == pytest.approx(dev["f1"])
 
 
-def test_race_multiple_choice_learns_its_file(model_dir, tmp_path):
+def test_race_multiple_choice_learns_its_file(ft_cfg, tmp_path):
     torch.set_num_threads(1)
     data = str(FIXTURES / "race.json")
-    cfg = _cfg(model_dir, tmp_path, task="multiple-choice", train=data, dev=data, max_steps=60, eval_every=30,
+    cfg = ft_cfg(tmp_path, task="multiple-choice", train=data, dev=data, max_steps=60, eval_every=30,
                max_seq_length=96, max_qa_length=32)  # fmt: skip
     result = finetune(cfg)
     assert result.best_value >= 0.75  # chance is 0.25 (four options, answers spread over A-D)
@@ -119,9 +99,9 @@ def test_cli_squad_evaluate_prints_official_scores(capsys, tmp_path):
         ("similarity", "pairs.csv", "accuracy", {"text_columns": ("premise", "hypothesis"), "label_column": "label"}),
     ],
 )
-def test_other_tasks_run(model_dir, tmp_path, task, train, metric, extra):
+def test_other_tasks_run(ft_cfg, tmp_path, task, train, metric, extra):
     path = str(FIXTURES / train)
-    result = finetune(_cfg(model_dir, tmp_path, task=task, train=path, dev=path, max_steps=4, eval_every=2, **extra))
+    result = finetune(ft_cfg(tmp_path, task=task, train=path, dev=path, max_steps=4, eval_every=2, **extra))
     assert result.best_metric == metric and (tmp_path / "best" / "head.safetensors").is_file()
     ft = load_finetuned(tmp_path / "best")
     assert ft.task.name == task and ft.config.max_steps == 4
@@ -130,33 +110,12 @@ def test_other_tasks_run(model_dir, tmp_path, task, train, metric, extra):
     )
 
 
-def test_predict_on_unlabelled_conll_and_race(model_dir, tmp_path):
-    conll = str(FIXTURES / "conll2003.txt")
-    finetune(_cfg(model_dir, tmp_path, task="token-classification", train=conll, dev=conll, max_steps=2, eval_every=2))
-    words = tmp_path / "words.txt"
-    words.write_text("Anna\nvisited\nLeeds\n\nHello\n")
-    preds = predict(tmp_path / "best", words)
-    assert [p["words"] for p in preds] == [["Anna", "visited", "Leeds"], ["Hello"]] and len(preds[0]["tags"]) == 3
-    race = json.loads((FIXTURES / "race.json").read_text())[0]
-    del race["answers"]
-    (tmp_path / "q.json").write_text(json.dumps(race))
-    data = str(FIXTURES / "race.json")
-    # no lengths given: the model's 128 positions, and half of them (not the official 128) for question + option
-    finetune(FinetuneConfig(init=str(model_dir), out=str(tmp_path / "mc"), task="multiple-choice", train=data,
-                            dev=data, max_steps=1, batch_size=4))  # fmt: skip
-    saved = json.loads((tmp_path / "mc" / "best" / "finetune.json").read_text())["config"]
-    assert (saved["max_seq_length"], saved["max_qa_length"]) == (128, 64)
-    assert [p["id"] for p in predict(tmp_path / "mc" / "best", tmp_path / "q.json")] == [
-        f"middle101.txt-{k}" for k in range(4)
-    ]
-
-
-def test_bad_input_messages(model_dir, tmp_path, capsys):
+def test_bad_input_messages(ft_cfg, model_dir, tmp_path, capsys):
     data = str(FIXTURES / "sst2.tsv")
     with pytest.raises(ValueError, match=r"max_seq_length \(512\) exceeds the model's maximum \(max_position = 128"):
-        finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_seq_length=512))
+        finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_seq_length=512))
     with pytest.raises(ValueError, match=r"sst2.tsv: missing column\(s\) \['review'\]"):
-        finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, text_columns=("review",)))
+        finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, text_columns=("review",)))
     dev = tmp_path / "dev.tsv"
     dev.write_text("sentence\tlabel\nfine\t1\nso so\tneutral\n")
     argv = ["finetune", "--task", "classification", "--train", data, "--dev", str(dev), "--init", str(model_dir),
@@ -164,51 +123,24 @@ def test_bad_input_messages(model_dir, tmp_path, capsys):
     assert main(argv) == 2
     assert "dev.tsv: line 3: label 'neutral' never seen in training" in capsys.readouterr().err
     with pytest.raises(ValueError, match="FinetuneConfig.task must be one of"):
-        _cfg(model_dir, tmp_path, task="ner", train=data, dev=data)
+        ft_cfg(tmp_path, task="ner", train=data, dev=data)
     with pytest.raises(ValueError, match=r"FinetuneConfig.warmup \(50 steps\) exceeds max_steps \(10\)"):
-        _cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=10, warmup=50)
+        ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=10, warmup=50)
     with pytest.raises(ValueError, match="max_seq_length=2 leaves no room for the text"):
-        finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_seq_length=2))
+        finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_seq_length=2))
     one_class = tmp_path / "one.tsv"
     one_class.write_text("sentence\tlabel\ngood\t1\nfine\t1\n")
     with pytest.raises(ValueError, match="one.tsv: every training example has the label '1'; .* at least two"):
-        finetune(_cfg(model_dir, tmp_path, task="classification", train=str(one_class), dev=data))
+        finetune(ft_cfg(tmp_path, task="classification", train=str(one_class), dev=data))
     mixed = tmp_path / "mixed.tsv"
     mixed.write_text("sentence1\tsentence2\tscore\na\tb\t0.5\nc\td\tnan\n")
     with pytest.raises(ValueError, match="mixed.tsv: line 3: 'nan' is not a finite number, but other rows"):
-        finetune(_cfg(model_dir, tmp_path, task="similarity", train=str(mixed), dev=str(mixed)))
+        finetune(ft_cfg(tmp_path, task="similarity", train=str(mixed), dev=str(mixed)))
     with pytest.raises(FileNotFoundError, match="sst2.tsv: is a file, not a model directory"):
-        finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, init=data))
+        finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, init=data))
 
 
-def test_predict_ignores_labels_it_was_not_trained_on(model_dir, tmp_path):
-    data = str(FIXTURES / "sst2.tsv")
-    finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1))
-    with pytest.raises(ValueError, match="a model fine-tuned for 'classification', not 'regression'"):
-        evaluate(tmp_path / "best", data, task="regression")
-    new = tmp_path / "new.tsv"
-    new.write_text("sentence\tlabel\nhello world\t2\nfine\t\n")  # an unseen class and an empty label
-    assert [p["line"] for p in predict(tmp_path / "best", new)] == [2, 3]
-    # a test file whose text column has another name (GLUE test files: index, sentence)
-    test = tmp_path / "test.tsv"
-    test.write_text("index\ttext\n0\thello world\n1\tfine\n")
-    assert [p["line"] for p in predict(tmp_path / "best", test, text_columns=["text"])] == [2, 3]
-    with pytest.raises(ValueError, match=r"trained on 1 text column\(s\) \['sentence'\]"):
-        predict(tmp_path / "best", test, text_columns=["index", "text"])
-    conll = str(FIXTURES / "conll2003.txt")
-    finetune(_cfg(model_dir, tmp_path / "t", task="token-classification", train=conll, dev=conll, max_steps=1))
-    tagged = tmp_path / "tagged.txt"
-    tagged.write_text("Anna B-NEWTAG\nvisited O\n")
-    assert len(predict(tmp_path / "t" / "best", tagged)[0]["tags"]) == 2
-    with pytest.raises(ValueError, match="the token-classification task does not read table columns"):
-        predict(tmp_path / "t" / "best", tagged, text_columns=["x"])
-    untagged = tmp_path / "untagged.txt"
-    untagged.write_text("Anna B-PER\nvisited O\n\nno\ntags\n")
-    with pytest.raises(ValueError, match=r"untagged.txt: line 4: a sentence without tags"):
-        evaluate(tmp_path / "t" / "best", untagged)
-
-
-def test_answer_not_in_context_is_counted_and_long_text_truncation_reported(model_dir, tmp_path):
+def test_answer_not_in_context_is_counted_and_long_text_truncation_reported(ft_cfg, tmp_path):
     squad = json.loads((FIXTURES / "squad_v2.json").read_text())
     squad["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 3  # now points elsewhere
     bad = tmp_path / "bad.json"
@@ -216,15 +148,15 @@ def test_answer_not_in_context_is_counted_and_long_text_truncation_reported(mode
     long = tmp_path / "long.tsv"
     long.write_text("sentence\tlabel\n" + " ".join(["word"] * 200) + "\t1\nshort\t0\n")
     with pytest.warns(UserWarning, match="1 x answer span not in its context"):
-        finetune(_cfg(model_dir, tmp_path / "a", task="squad", train=str(bad), dev=str(bad), max_steps=1,
+        finetune(ft_cfg(tmp_path / "a", task="squad", train=str(bad), dev=str(bad), max_steps=1,
                       max_query_length=24))  # fmt: skip
     report = json.loads((tmp_path / "a" / "results.json").read_text())["input_report"]["train"]
     assert report["answer span not in its context (example not used for training)"] == 1
     with pytest.warns(UserWarning, match="1 x truncated to max_seq_length=64"):
-        finetune(_cfg(model_dir, tmp_path / "b", task="classification", train=str(long), dev=str(long), max_steps=1))
+        finetune(ft_cfg(tmp_path / "b", task="classification", train=str(long), dev=str(long), max_steps=1))
 
 
-def test_transformers_albert_dir_as_init(tokenizer_dir, tmp_path, monkeypatch):
+def test_transformers_albert_dir_as_init(ft_cfg, tokenizer_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     import transformers
 
@@ -238,14 +170,14 @@ def test_transformers_albert_dir_as_init(tokenizer_dir, tmp_path, monkeypatch):
     transformers.AlbertForPreTraining(hf_cfg).save_pretrained(tmp_path / "hf")
     shutil.copy(Path(tokenizer_dir) / "spiece.model", tmp_path / "hf" / "spiece.model")
     data = str(FIXTURES / "sst2.tsv")
-    result = finetune(_cfg(tmp_path / "hf", tmp_path / "run", task="classification", train=data, dev=data,
-                           max_steps=2, eval_every=1, max_seq_length=32))  # fmt: skip
+    result = finetune(ft_cfg(tmp_path / "run", init=str(tmp_path / "hf"), task="classification", train=data,
+                             dev=data, max_steps=2, eval_every=1, max_seq_length=32))  # fmt: skip
     assert result.best_step in (1, 2) and litebert.load(tmp_path / "run" / "best").config.hidden_size == 32
 
 
-def test_similarity_bi_encoder_learns_scored_pairs(model_dir, tmp_path):
+def test_similarity_bi_encoder_learns_scored_pairs(ft_cfg, tmp_path):
     data = str(FIXTURES / "sts.tsv")
-    result = finetune(_cfg(model_dir, tmp_path, task="similarity", train=data, dev=data, max_steps=40, eval_every=20,
+    result = finetune(ft_cfg(tmp_path, task="similarity", train=data, dev=data, max_steps=40, eval_every=20,
                            batch_size=6, max_seq_length=32))  # fmt: skip
     assert result.best_value >= 0.9  # Spearman of cos(u, v) with the six gold scores after fitting them
 
@@ -298,7 +230,7 @@ def test_length_grouped_batches_cover_every_feature_once_per_epoch_and_pad_littl
     assert padded[True] < 1.1 * lengths.sum() < 0.8 * padded[False]
 
 
-def test_mean_pooling_head_averages_real_tokens_and_is_kept_by_the_saved_model(model_dir, tmp_path, capsys):
+def test_mean_pooling_head_averages_real_tokens_and_is_kept_by_the_saved_model(ft_cfg, model_dir, tmp_path, capsys):
     from litebert.finetune_heads import build_head, mean_pool
 
     base = litebert.load(model_dir)
@@ -312,7 +244,7 @@ def test_mean_pooling_head_averages_real_tokens_and_is_kept_by_the_saved_model(m
         assert torch.allclose(head(base.albert, batch)["logits"], head.out(by_hand), atol=1e-5)
         assert not torch.allclose(head.out(pooled_cls), head.out(by_hand), atol=1e-3)
     with pytest.raises(ValueError, match="pooling"):
-        _cfg(model_dir, tmp_path, task="classification", train="x", dev="x", pooling="max")
+        ft_cfg(tmp_path, task="classification", train="x", dev="x", pooling="max")
 
     data = str(FIXTURES / "sst2.tsv")
     argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
@@ -326,7 +258,7 @@ def test_mean_pooling_head_averages_real_tokens_and_is_kept_by_the_saved_model(m
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(results["dev_at_best"]["accuracy"])
 
 
-def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(model_dir, tmp_path):
+def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(ft_cfg, model_dir, tmp_path):
     from litebert.finetune_heads import build_head, mean_pool
 
     base = litebert.load(model_dir)
@@ -342,16 +274,16 @@ def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(model_
     # Heads that read every token (span, token tags) or always mean-pool (similarity) refuse the option.
     for task in ("squad", "token-classification", "similarity"):
         with pytest.raises(ValueError, match=rf"pooling 'mean' \(--pooling\) applies to .*not to task '{task}'"):
-            _cfg(model_dir, tmp_path, task=task, train="x", dev="x", pooling="mean")
+            ft_cfg(tmp_path, task=task, train="x", dev="x", pooling="mean")
     with pytest.raises(ValueError, match="not to 'span'"):
         build_head("span", base.config, 2, pooling="mean")
 
 
-def test_library_use_paths_and_caller_state(model_dir, tmp_path):
+def test_library_use_paths_and_caller_state(ft_cfg, model_dir, tmp_path):
     from litebert.embed import embed_texts, load_encoder
 
     data = FIXTURES / "sst2.tsv"  # a Path, as library users pass them
-    cfg = _cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1, max_seq_length=None)
+    cfg = ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=1, max_seq_length=None)
     result = finetune(cfg)
     assert cfg.max_seq_length is None  # the caller's config is not changed
     with pytest.warns(UserWarning, match="replacing the results and best checkpoint of an earlier run"):
@@ -368,38 +300,7 @@ def test_library_use_paths_and_caller_state(model_dir, tmp_path):
         embed_texts(backbone, tok, "Call me Ishmael.")
 
 
-def test_corrupt_head_and_malformed_finetune_json_are_named(model_dir, tmp_path, capsys):
-    from safetensors.torch import load_file, save_file
-
-    data = str(FIXTURES / "sst2.tsv")
-    finetune(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, max_steps=1))
-    best, head, meta = tmp_path / "best", tmp_path / "best" / "head.safetensors", tmp_path / "best" / "finetune.json"
-    expected, raw = predict(best, data), head.read_bytes()
-    head.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))  # one bit of the last weight
-    with pytest.raises(ValueError, match=r"head.safetensors: weights do not match their recorded checksum"):
-        predict(best, data)
-    head.write_bytes(raw[: len(raw) // 2])
-    assert main(["predict", "--init", str(best), "--data", data, "--out", str(tmp_path / "p.json")]) == 2
-    assert "head.safetensors: corrupt or unreadable safetensors file" in capsys.readouterr().err
-    head.write_bytes(raw)
-    save_file(load_file(head), head)  # a head saved before heads had a checksum still loads, as model files do
-    assert predict(best, data) == expected
-    trained_on = json.loads(meta.read_text())
-    trained_on["config"]["device"] = f"cuda:{torch.cuda.device_count()}"  # a GPU this machine does not have
-    meta.write_text(json.dumps(trained_on))
-    assert predict(best, data) == expected  # a model runs on the machine that loads it, not where it trained
-    bad_config = meta.read_text().replace('"weight_decay": 0.01', '"weight_decay": -1')
-    for text, message in (
-        ('{"task": "classification"\n', r"finetune.json: invalid JSON at line 2"),
-        ('{"task": "classification"}', r"finetune.json: not a .* \(no num_outputs, state, config"),
-        (bad_config, r"finetune.json: config: FinetuneConfig.weight_decay must be >= 0"),
-    ):
-        meta.write_text(text)
-        with pytest.raises(ValueError, match=message):
-            load_finetuned(best)
-
-
-def test_bad_settings_are_refused_with_their_flag(model_dir, tmp_path, capsys):
+def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, capsys):
     data = str(FIXTURES / "sst2.tsv")
     from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
@@ -408,15 +309,15 @@ def test_bad_settings_are_refused_with_their_flag(model_dir, tmp_path, capsys):
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "spiece.model").write_bytes(proto.SerializeToString())  # same size, other pieces
     with pytest.raises(ValueError, match=r"other: its pieces differ from those of .*spiece.model, the model's own"):
-        load_pretrained(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data,
+        load_pretrained(ft_cfg(tmp_path, task="classification", train=data, dev=data,
                              tokenizer=str(tmp_path / "other")))  # fmt: skip
-    load_pretrained(_cfg(model_dir, tmp_path, task="classification", train=data, dev=data, tokenizer=str(model_dir)))
+    load_pretrained(ft_cfg(tmp_path, task="classification", train=data, dev=data, tokenizer=str(model_dir)))
     with pytest.raises(ValueError, match=r"FinetuneConfig.weight_decay must be >= 0, got -3"):
-        _cfg(model_dir, tmp_path, task="classification", train=data, dev=data, weight_decay=-3.0)
+        ft_cfg(tmp_path, task="classification", train=data, dev=data, weight_decay=-3.0)
     same = [("classification", {"label_column": "sentence"}), ("classification", {"text_columns": ("label",)})]
     for task, kw in [*same, ("similarity", {"label_column": "sentence2"})]:
         with pytest.raises(ValueError, match=r"label_column '\w+' \(--label-column\) is also one of the text columns"):
-            _cfg(model_dir, tmp_path, task=task, train=data, dev=data, **kw)
+            ft_cfg(tmp_path, task=task, train=data, dev=data, **kw)
     argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
             "--out", str(tmp_path / "o")]  # fmt: skip
     for device, reason in (("tpu", "Expected one of cpu, cuda"), (f"cuda:{torch.cuda.device_count()}", "")):

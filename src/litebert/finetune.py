@@ -1,5 +1,5 @@
 """Fine-tuning: a pretrained backbone + a task head, trained with the official protocol (evaluate on dev every
-N steps, keep the best dev checkpoint), plus evaluation and prediction with a saved fine-tuned model.
+N steps, keep the best dev checkpoint); finetuned.py loads, scores and runs what it saves.
 
 The recipe follows the official ALBERT fine-tuning scripts (run_classifier.py / run_squad_v2.py /
 run_race.py and PAPER.md section 7): AdamW with weight decay 0.01 (not on LayerNorm and biases), linear
@@ -16,7 +16,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,13 +26,12 @@ import torch
 from torch import nn
 
 import litebert
-from litebert.config import read_json
 from litebert.finetune_heads import POOLED_HEADS, POOLINGS, FinetuneModel, build_head
 from litebert.heads import AlbertForPretraining
 from litebert.tasks import TASKS, Task, TaskData, get_task
 from litebert.tasks.common import collate
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
-from litebert.weights import HEAD_FILE, META_FILE, read_safetensors, write_json, write_safetensors
+from litebert.weights import HEAD_FILE, META_FILE, write_json, write_safetensors
 
 log = logging.getLogger(__name__)
 RESULTS_FILE = "results.json"
@@ -237,11 +236,11 @@ def run_model(
 
 
 def evaluate_data(model: FinetuneModel, task: Task, data: TaskData, tok: Any, cfg: Any, state: dict) -> dict:
-    outputs = run_model(model, data, task.pad_values(tok), cfg.eval_batch_size, _device(cfg))
+    outputs = run_model(model, data, task.pad_values(tok), cfg.eval_batch_size, resolve_device(cfg))
     return task.score(data, outputs, cfg, state)
 
 
-def _device(cfg: Any) -> torch.device:
+def resolve_device(cfg: Any) -> torch.device:
     """The device named by FinetuneConfig.device (default: cuda when available), checked to be usable here."""
     if cfg.device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -257,7 +256,7 @@ def _device(cfg: Any) -> torch.device:
 def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json."""
     cfg = dataclasses.replace(cfg)  # defaults filled in below (max_seq_length) stay out of the caller's config
-    device = _device(cfg)  # before the model and data are read: an unusable --device fails at once
+    device = resolve_device(cfg)  # before the model and data are read: an unusable --device fails at once
     if (Path(cfg.out) / RESULTS_FILE).exists():  # scripts rerun into one directory: replace, but say so
         warnings.warn(f"{cfg.out}: replacing the results and best checkpoint of an earlier run", stacklevel=2)
     torch.manual_seed(cfg.seed)
@@ -326,78 +325,3 @@ def save_finetuned(
     write_safetensors(model.head.state_dict(), directory / HEAD_FILE, {"format": "pt", "producer": "litebert"})
     meta = {"task": task, "num_outputs": get_task(task).num_outputs(state), "state": state, "config": cfg.to_dict()}
     write_json(meta, directory / META_FILE)  # atomically, as the weights beside it
-
-
-@dataclass
-class Finetuned:
-    model: FinetuneModel
-    task: Task
-    state: dict[str, Any]
-    config: FinetuneConfig
-    tokenizer: Any
-
-
-def load_finetuned(directory: str | Path) -> Finetuned:
-    """A model saved by `finetune` (its OUT/best directory)."""
-    directory = Path(directory)
-    meta_path = directory / META_FILE
-    if not meta_path.is_file():
-        raise FileNotFoundError(f"{meta_path}: not a fine-tuned model directory (no {META_FILE})")
-    meta = read_json(meta_path)
-    missing = [k for k in ("task", "num_outputs", "state", "config") if not isinstance(meta, dict) or k not in meta]
-    if missing:
-        raise ValueError(f"{meta_path}: not a {META_FILE} written by litebert (no {', '.join(missing)})")
-    try:
-        cfg = FinetuneConfig(**{**meta["config"], "device": None})  # this machine's device, not the trainer's
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{meta_path}: config: {exc}") from None
-    task = get_task(meta["task"])
-    base = litebert.load(directory)
-    head = build_head(task.head, base.config, meta["num_outputs"], cfg.pooling)
-    head.load_state_dict(read_safetensors(directory / HEAD_FILE))
-    model = FinetuneModel(base, head).to(_device(cfg))
-    return Finetuned(model, task, meta["state"], cfg, load_tokenizer(directory))
-
-
-def evaluate(directory: str | Path, data_path: str | Path, task: str | None = None) -> dict[str, float]:
-    """Score a fine-tuned model on a labelled file of its task (`task`, if given, must be the model's)."""
-    ft = load_finetuned(directory)
-    if task is not None and task != ft.config.task:
-        raise ValueError(f"{directory}: a model fine-tuned for {ft.config.task!r}, not {task!r}")
-    data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="eval")
-    data.report.warn()
-    return {
-        **evaluate_data(ft.model, ft.task, data, ft.tokenizer, ft.config, ft.state),
-        "input_report": data.report.to_dict(),
-    }
-
-
-def predict(
-    directory: str | Path,
-    data_path: str | Path,
-    out: str | Path | None = None,
-    *,
-    text_columns: Sequence[str] | None = None,
-) -> Any:
-    """Predictions of a fine-tuned model for every input of a file (labels not needed); optionally to JSON.
-    `text_columns` names the text columns of this file when they differ from the training file's (GLUE's
-    test files: `index,sentence` where training had no header); as many as in training."""
-    ft = load_finetuned(directory)
-    if text_columns is not None:
-        trained = ft.config.text_columns or ()
-        if not trained:
-            raise ValueError(f"text_columns: the {ft.config.task} task does not read table columns")
-        if len(text_columns) != len(trained):
-            raise ValueError(
-                f"text_columns {list(text_columns)}: the model was trained on {len(trained)} text column(s) "
-                f"{list(trained)}"
-            )
-        ft.config.text_columns = tuple(text_columns)
-    data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="predict")
-    data.report.warn()
-    outputs = run_model(ft.model, data, ft.task.pad_values(ft.tokenizer), ft.config.eval_batch_size, _device(ft.config))
-    preds = ft.task.predict(data, outputs, ft.config, ft.state)
-    if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(preds, indent=1, ensure_ascii=False) + "\n")
-    return preds

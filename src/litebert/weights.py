@@ -71,8 +71,11 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def check_state_dict(model: nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:
-    """Refuse weights that do not fit the model built from the config, naming every offending tensor."""
+def check_state_dict(
+    model: nn.Module, tensors: dict[str, torch.Tensor], source: Path, against: str = "config.json"
+) -> None:
+    """Refuse weights that do not fit the model built from the config file `against`, naming every offending
+    tensor."""
     expected = model.state_dict()
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
@@ -89,7 +92,7 @@ def check_state_dict(model: nn.Module, tensors: dict[str, torch.Tensor], source:
     if wrong:
         problems.append("shapes disagree with the config: " + "; ".join(wrong))
     if problems:
-        raise ValueError(f"{source}: weights do not match config.json: " + " | ".join(problems))
+        raise ValueError(f"{source}: weights do not match {against}: " + " | ".join(problems))
 
 
 def save(model: nn.Module, directory: str | Path, tokenizer_dir: str | Path | None = None) -> Path:

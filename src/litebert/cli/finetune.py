@@ -84,14 +84,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         return 0
     if not args.init:
         raise ValueError("evaluate needs --predictions (SQuAD scoring) or --init (a fine-tuned model)")
-    from litebert.finetune import evaluate
+    from litebert.finetuned import evaluate
 
     print(json.dumps(evaluate(args.init, args.data, task=args.task)))
     return 0
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from litebert.finetune import predict
+    from litebert.finetuned import predict
 
     columns = tuple(c.strip() for c in args.text_columns.split(",")) if args.text_columns else None
     preds = predict(args.init, args.data, args.out, text_columns=columns)

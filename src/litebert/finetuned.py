@@ -1,0 +1,99 @@
+"""A fine-tuned model directory, as `finetune` saves it (its OUT/best): load it back, score it on a labelled
+file of its task, and predict with it. The directory holds the updated pretrained model as `litebert.save`
+writes it, head.safetensors, finetune.json (task, labels, settings) and the tokenizer files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import litebert
+from litebert.config import read_json
+from litebert.finetune import FinetuneConfig, evaluate_data, load_tokenizer, resolve_device, run_model
+from litebert.finetune_heads import FinetuneModel, build_head
+from litebert.tasks import Task, get_task
+from litebert.weights import HEAD_FILE, META_FILE, check_state_dict, read_safetensors
+
+
+@dataclass
+class Finetuned:
+    model: FinetuneModel
+    task: Task
+    state: dict[str, Any]
+    config: FinetuneConfig
+    tokenizer: Any
+
+
+def load_finetuned(directory: str | Path) -> Finetuned:
+    """A model saved by `finetune` (its OUT/best directory)."""
+    directory = Path(directory)
+    meta_path = directory / META_FILE
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{meta_path}: not a fine-tuned model directory (no {META_FILE})")
+    meta = read_json(meta_path)
+    missing = [k for k in ("task", "num_outputs", "state", "config") if not isinstance(meta, dict) or k not in meta]
+    if missing:
+        raise ValueError(f"{meta_path}: not a {META_FILE} written by litebert (no {', '.join(missing)})")
+    try:
+        cfg = FinetuneConfig(**{**meta["config"], "device": None})  # this machine's device, not the trainer's
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{meta_path}: config: {exc}") from None
+    task = get_task(meta["task"])
+    base = litebert.load(directory)
+    num_outputs = meta["num_outputs"]
+    if not isinstance(num_outputs, int) or isinstance(num_outputs, bool) or num_outputs < 1:
+        raise ValueError(f"{meta_path}: num_outputs must be a positive integer, not {num_outputs!r}")
+    head = build_head(task.head, base.config, num_outputs, cfg.pooling)
+    tensors = read_safetensors(directory / HEAD_FILE)
+    check_state_dict(head, tensors, directory / HEAD_FILE, against=META_FILE)
+    head.load_state_dict(tensors)
+    model = FinetuneModel(base, head).to(resolve_device(cfg))
+    return Finetuned(model, task, meta["state"], cfg, load_tokenizer(directory))
+
+
+def evaluate(directory: str | Path, data_path: str | Path, task: str | None = None) -> dict[str, float]:
+    """Score a fine-tuned model on a labelled file of its task (`task`, if given, must be the model's)."""
+    ft = load_finetuned(directory)
+    if task is not None and task != ft.config.task:
+        raise ValueError(f"{directory}: a model fine-tuned for {ft.config.task!r}, not {task!r}")
+    data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="eval")
+    data.report.warn()
+    return {
+        **evaluate_data(ft.model, ft.task, data, ft.tokenizer, ft.config, ft.state),
+        "input_report": data.report.to_dict(),
+    }
+
+
+def predict(
+    directory: str | Path,
+    data_path: str | Path,
+    out: str | Path | None = None,
+    *,
+    text_columns: Sequence[str] | None = None,
+) -> Any:
+    """Predictions of a fine-tuned model for every input of a file (labels not needed); optionally to JSON.
+    `text_columns` names the text columns of this file when they differ from the training file's (GLUE's
+    test files: `index,sentence` where training had no header); as many as in training."""
+    ft = load_finetuned(directory)
+    if text_columns is not None:
+        trained = ft.config.text_columns or ()
+        if not trained:
+            raise ValueError(f"text_columns: the {ft.config.task} task does not read table columns")
+        if len(text_columns) != len(trained):
+            raise ValueError(
+                f"text_columns {list(text_columns)}: the model was trained on {len(trained)} text column(s) "
+                f"{list(trained)}"
+            )
+        ft.config.text_columns = tuple(text_columns)
+    data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="predict")
+    data.report.warn()
+    pad = ft.task.pad_values(ft.tokenizer)
+    outputs = run_model(ft.model, data, pad, ft.config.eval_batch_size, resolve_device(ft.config))
+    preds = ft.task.predict(data, outputs, ft.config, ft.state)
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(preds, indent=1, ensure_ascii=False) + "\n")
+    return preds
