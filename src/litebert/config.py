@@ -136,7 +136,7 @@ def read_json(path: str | Path) -> Any:
     """Parse a JSON config file; a missing file or bad JSON raises an error naming the file (and line)."""
     path = Path(path)
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: config file not found") from None
     except json.JSONDecodeError as exc:
