@@ -42,7 +42,8 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def tokenizer(cache: Path):
-    from litebert.tokenizer import Tokenizer, train_tokenizer
+    from litebert.tokenizer import Tokenizer
+    from litebert.tokenizer_train import train_tokenizer
 
     out = cache / "tokenizer-29k"
     if not (out / "spiece.model").exists():

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from litebert.text import TextReport, read_documents
-from litebert.tokenizer import Tokenizer, train_tokenizer
+from litebert.tokenizer import Tokenizer
+from litebert.tokenizer_train import train_tokenizer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora"
 

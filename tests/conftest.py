@@ -19,7 +19,7 @@ def shared_data() -> Path:
 def tokenizer_dir(tmp_path_factory) -> Path:
     """A small litebert tokenizer (3,000 pieces) trained in-process on 40 Moby-Dick chapters, one State of the
     Union address and the Korean texts (about 2 s); other tests reuse it read-only."""
-    from litebert.tokenizer import train_tokenizer
+    from litebert.tokenizer_train import train_tokenizer
 
     corpora = SHARED_DATA / "corpora"
     inputs = sorted((corpora / "moby-dick").glob("chapter_*.txt"))[:40]

@@ -14,7 +14,8 @@ import pytest
 from litebert.data import DataConfig, PretrainingBatches, build, read_examples, read_manifest
 from litebert.data.shards import ShardWriter
 from litebert.text import ReadConfig
-from litebert.tokenizer import Tokenizer, train_tokenizer
+from litebert.tokenizer import Tokenizer
+from litebert.tokenizer_train import train_tokenizer
 
 PER_FILE = ReadConfig(documents="file")
 

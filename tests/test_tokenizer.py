@@ -18,7 +18,8 @@ import torch
 import litebert
 from litebert.cli import main
 from litebert.text import ReadConfig, read_documents
-from litebert.tokenizer import Normalizer, Tokenizer, TrainConfig, train_tokenizer
+from litebert.tokenizer import Normalizer, Tokenizer
+from litebert.tokenizer_train import TrainConfig, train_tokenizer
 from litebert.vocab import add_words, resize_model_vocab, write_hf_files
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -219,6 +220,15 @@ def test_train_cli_and_errors(tmp_path, shared_data, capsys):
     # files of different tokenizers in one directory, and a damaged model, are named
     (again.dir / "spiece.model").write_bytes((tmp_path / "full" / "spiece.model").read_bytes())
     with pytest.raises(ValueError, match=r"again/spiece.model does not match .*litebert_tokenizer.json"):
+        Tokenizer.load(again.dir)
+    for settings, message in (("[]", r"again/litebert_tokenizer.json: not a litebert_tokenizer.json written by"),
+                              ('{"vocab_size": 3}', r"\(no do_lower_case, strip_accents\)")):  # fmt: skip
+        (again.dir / "litebert_tokenizer.json").write_text(settings)
+        with pytest.raises(ValueError, match=message):
+            Tokenizer.load(again.dir)
+    (again.dir / "litebert_tokenizer.json").unlink()
+    (again.dir / "tokenizer_config.json").write_text('["a list"]')
+    with pytest.raises(ValueError, match=r"again/tokenizer_config.json: expected a JSON object, found list"):
         Tokenizer.load(again.dir)
     (tmp_path / "full" / "litebert_tokenizer.json").unlink()
     (tmp_path / "full" / "spiece.model").write_bytes(b"\x01not a model" * 50)

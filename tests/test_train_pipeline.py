@@ -33,7 +33,7 @@ def data_dir(tokenizer_dir: Path, chapters: list[Path], tmp_path_factory) -> Pat
 
 @pytest.fixture(scope="module")
 def other_tokenizer(chapters: list[Path], tmp_path_factory) -> Path:  # noqa: ANN001
-    from litebert.tokenizer import train_tokenizer
+    from litebert.tokenizer_train import train_tokenizer
 
     out = tmp_path_factory.mktemp("other_tokenizer")
     train_tokenizer(chapters[:4], out, vocab_size=400)

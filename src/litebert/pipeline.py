@@ -166,8 +166,8 @@ def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[
     if tokenizer is None and job.init_from and (Path(job.init_from) / "spiece.model").is_file():
         tokenizer = Path(job.init_from)
     from litebert.data import build
-    from litebert.tokenizer import TrainConfig as TokenizerConfig
-    from litebert.tokenizer import train_tokenizer
+    from litebert.tokenizer_train import TrainConfig as TokenizerConfig
+    from litebert.tokenizer_train import train_tokenizer
 
     corpus = [Path(c) for c in (job.corpus or [PACKAGED_CORPUS])]
     data_dir = out / "prep" / "data"

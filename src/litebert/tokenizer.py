@@ -1,7 +1,7 @@
-"""SentencePiece vocabulary the ALBERT way: normalisation, training, and the `Tokenizer` used by every step.
+"""The `Tokenizer` every step uses: a SentencePiece unigram vocabulary the ALBERT way (trained by
+litebert.tokenizer_train), with its normalisation, encoding with offsets, and the settings file beside it.
 
-PAPER.md §3-4: a unigram model with pad 0, unk 1, [CLS] 2, [SEP] 3, [MASK] 4, no bos/eos, character coverage
-0.99995, sampled and shuffled input sentences. Text is normalised (litebert.normalize) as the official preprocess_text
+Text is normalised (litebert.normalize) as the official preprocess_text
 (collapse whitespace, ``/'' -> ", NFKD + drop combining marks, lowercase) except that the stripped text is
 recomposed with NFC, so Hangul syllables that NFKD splits into jamo come back whole. The SentencePiece model is
 trained on text normalised the same way and uses the "identity" rule itself, so training, litebert's encode and
@@ -11,56 +11,28 @@ the transformers tokenizer.json written beside it (litebert.vocab) all see the s
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sentencepiece as spm
-from tqdm import tqdm
 
+from litebert.config import read_json
 from litebert.normalize import Normalizer, normalize_aligned
-from litebert.text import ReadConfig, TextReport, read_documents
 
 MODEL_FILE = "spiece.model"
 SETTINGS_FILE = "litebert_tokenizer.json"
 # What a tokenizer directory holds (litebert.save copies these beside a checkpoint).
 TOKENIZER_FILES = (MODEL_FILE, SETTINGS_FILE, "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 SPECIAL_TOKENS = {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
-_DIGIT_COMMA = re.compile(r"\d,$")
+DIGIT_COMMA = re.compile(r"\d,$")
 _SPECIAL_RE = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS.values()))
-
-
-@dataclass(kw_only=True)
-class TrainConfig:
-    """SentencePiece training settings (PAPER.md §4)."""
-
-    vocab_size: int = 30000
-    do_lower_case: bool = True
-    strip_accents: bool = True
-    character_coverage: float = 0.99995
-    input_sentence_size: int = 10_000_000  # sentences kept by sentencepiece's reservoir sample
-    max_sentence_length: int = 16384  # bytes; longer sentences are skipped by sentencepiece
-    seed: int = 12345
-    num_threads: int = 1
-    read: ReadConfig = field(default_factory=ReadConfig)
-
-    def __post_init__(self) -> None:
-        if self.vocab_size < len(SPECIAL_TOKENS) + 10:
-            raise ValueError(f"TrainConfig.vocab_size must be >= {len(SPECIAL_TOKENS) + 10}, got {self.vocab_size}")
-        if not 0.9 <= self.character_coverage <= 1.0:
-            raise ValueError(f"TrainConfig.character_coverage must be in [0.9, 1], got {self.character_coverage}")
-        if self.input_sentence_size <= 100:  # sentencepiece refuses smaller samples
-            raise ValueError(f"TrainConfig.input_sentence_size must be > 100, got {self.input_sentence_size}")
-        for name in ("max_sentence_length", "num_threads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
 
 
 @dataclass
@@ -87,7 +59,7 @@ class Tokenizer:
         self.cls_id, self.sep_id, self.mask_id = ids["cls"], ids["sep"], ids["mask"]
         # The official code re-splits pieces like "3.0," (tokenization.encode_pieces); models trained here have
         # such pieces disabled (_finalize_model), so the split only runs for foreign models.
-        self._digit_comma = any(_DIGIT_COMMA.search(p) and not self.sp.is_unused(i) for i, p in enumerate(self.pieces))
+        self._digit_comma = any(DIGIT_COMMA.search(p) and not self.sp.is_unused(i) for i, p in enumerate(self.pieces))
 
     @classmethod
     def load(cls, directory: str | Path) -> Tokenizer:
@@ -248,7 +220,7 @@ class Tokenizer:
         out: list[int] = []
         for i in ids:
             piece = self.pieces[i]
-            if len(piece) > 1 and _DIGIT_COMMA.search(piece):
+            if len(piece) > 1 and DIGIT_COMMA.search(piece):
                 out.extend(self._digit_comma_pieces(piece))
             else:
                 out.append(i)
@@ -267,7 +239,7 @@ def _split_digit_comma_offsets(tok: Tokenizer, ids: list[int], offsets: list[tup
     out_ids, out_offsets = [], []
     for i, (s, e) in zip(ids, offsets, strict=True):
         piece = tok.pieces[i]
-        if len(piece) > 1 and _DIGIT_COMMA.search(piece):
+        if len(piece) > 1 and DIGIT_COMMA.search(piece):
             sub = tok._digit_comma_pieces(piece)
             out_ids.extend(sub)
             out_offsets.extend([(s, max(s, e - 1))] * (len(sub) - 1) + [(max(s, e - 1), e)])
@@ -281,115 +253,21 @@ def _read_settings(directory: Path) -> dict[str, Any]:
     """litebert's settings file, else transformers' tokenizer_config.json flags, else ALBERT's defaults."""
     path = directory / SETTINGS_FILE
     if path.is_file():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+        data = read_json(path)
+        missing = [k for k in ("do_lower_case", "strip_accents") if not isinstance(data, dict) or k not in data]
+        if missing:
+            raise ValueError(f"{path}: not a {SETTINGS_FILE} written by litebert (no {', '.join(missing)})")
         out = {"do_lower_case": bool(data["do_lower_case"]), "strip_accents": bool(data["strip_accents"])}
         out["drop_invisible"] = bool(data.get("drop_invisible", False))  # absent: saved before the step existed
         return out | ({"model_sha256": data["model_sha256"]} if "model_sha256" in data else {})
     path = directory / "tokenizer_config.json"
     if path.is_file():
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a JSON object, found {type(data).__name__}")
         flags = {"do_lower_case": data.get("do_lower_case", True), "strip_accents": not data.get("keep_accents", False)}
         return flags | {"drop_invisible": False}  # a foreign tokenizer keeps transformers' own normalisation
     return {"do_lower_case": True, "strip_accents": True, "drop_invisible": False}
-
-
-def _sentences(docs: Iterator[list[str]], cfg: TrainConfig, bar: tqdm, report: TextReport) -> Iterator[str]:
-    norm = Normalizer(do_lower_case=cfg.do_lower_case, strip_accents=cfg.strip_accents)
-    too_long = 0
-    for doc in docs:
-        for sentence in doc:
-            text = norm(sentence)
-            if len(text) > cfg.max_sentence_length // 4 and len(text.encode()) > cfg.max_sentence_length:
-                # sentencepiece would drop it without a word
-                too_long += 1
-            elif text:
-                bar.update(1)
-                yield text
-    if too_long:
-        report.note(f"{too_long:,} sentence(s) longer than max_sentence_length={cfg.max_sentence_length:,} bytes "
-                    "left out of vocabulary training (unsplit long lines? drop --no-split)")  # fmt: skip
-    # sentencepiece reads every sentence (keeping a reservoir sample) before it trains
-    bar.set_description("sentences read; training the unigram model")
-    bar.refresh()
-
-
-def train_tokenizer(
-    inputs: Sequence[str | Path],
-    out_dir: str | Path,
-    *,
-    vocab_size: int | None = None,
-    config: TrainConfig | None = None,
-    progress: bool = False,
-    report: TextReport | None = None,
-) -> Tokenizer:
-    """Train a unigram SentencePiece model on raw text and write out_dir/{spiece.model, litebert settings,
-    tokenizer.json, tokenizer_config.json, special_tokens_map.json}."""
-    cfg = config or TrainConfig()
-    if vocab_size is not None:
-        cfg = TrainConfig(**{**_shallow(cfg), "vocab_size": vocab_size})
-    report = report if report is not None else TextReport()
-    out = Path(out_dir)
-    docs = read_documents(inputs, report=report, config=cfg.read, exclude=[out])  # checks the paths now
-    model = io.BytesIO()
-    spm.set_random_generator_seed(cfg.seed)
-    with tqdm(desc="sentences read", unit=" sent", disable=not progress) as bar:
-        try:
-            spm.SentencePieceTrainer.train(
-                sentence_iterator=_sentences(docs, cfg, bar, report),
-                model_writer=model,
-                model_type="unigram",
-                vocab_size=cfg.vocab_size,
-                pad_id=0,
-                unk_id=1,
-                bos_id=-1,
-                eos_id=-1,
-                control_symbols=[SPECIAL_TOKENS[k] for k in ("cls", "sep", "mask")],
-                character_coverage=cfg.character_coverage,
-                input_sentence_size=cfg.input_sentence_size,
-                shuffle_input_sentence=True,
-                max_sentence_length=cfg.max_sentence_length,
-                normalization_rule_name="identity",
-                num_threads=cfg.num_threads,
-                minloglevel=1 if progress else 2,
-            )
-        except RuntimeError as exc:  # e.g. "Vocabulary size is too high": say which corpus and setting
-            notes = f"; {report.messages[-1]}" if report.messages else ""
-            msg = f"sentencepiece training failed ({report.sentences:,} sentences read from {len(inputs)} inputs"
-            raise ValueError(f"{msg}{notes}): {exc}") from exc
-    proto = _finalize_model(model.getvalue())
-    out.mkdir(parents=True, exist_ok=True)  # only now: a failed training leaves no empty directory
-    (out / MODEL_FILE).write_bytes(proto)
-    settings = {"do_lower_case": cfg.do_lower_case, "strip_accents": cfg.strip_accents}
-    tok = Tokenizer(proto, Normalizer(**settings), out)
-    write_settings(tok, train=_shallow(cfg) | {"read": asdict(cfg.read), "corpus": report.summary()})
-    from litebert.vocab import write_hf_files  # the transformers files are built from this tokenizer
-
-    write_hf_files(tok)
-    return tok
-
-
-def _finalize_model(model: bytes) -> bytes:
-    """Two edits to the trained ModelProto, ids unchanged.
-
-    1. Pieces ending in digit+comma ("▁1990,") become UNUSED: sentencepiece never emits them, so a comma after a
-       digit is always its own piece, the intent of the official "3.0," re-split (tokenization.encode_pieces),
-       with nothing for transformers' tokenizer.json to copy.
-    2. Scores are rounded to multiples of 1/256 (a change of at most 0.002 in a log-probability). Sentencepiece
-       sums path scores in float32, tokenizers in float64, so near-ties could be resolved differently (measured:
-       1 sentence in 63k of the State of the Union addresses); on this grid both sums are exact for any path
-       below 65,536 in magnitude, and both engines then pick the same segmentation.
-    """
-    from sentencepiece import sentencepiece_model_pb2 as model_pb2
-
-    proto = model_pb2.ModelProto.FromString(model)
-    for piece in proto.pieces:
-        if piece.type == piece.NORMAL and _DIGIT_COMMA.search(piece.piece):
-            piece.type = piece.UNUSED
-        piece.score = round(piece.score * 256) / 256
-    return proto.SerializeToString()
 
 
 def write_settings(tok: Tokenizer, **extra) -> None:
@@ -406,7 +284,3 @@ def write_settings(tok: Tokenizer, **extra) -> None:
         **extra,
     }
     (tok.dir / SETTINGS_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def _shallow(cfg: TrainConfig) -> dict:
-    return {k: getattr(cfg, k) for k in cfg.__dataclass_fields__ if k != "read"} | {"read": cfg.read}

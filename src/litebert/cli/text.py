@@ -1,7 +1,7 @@
 """CLI for the text step: `litebert text prepare` and `litebert tokenizer train | add-words`.
 
 Each handler turns arguments into a config and calls one library function (litebert.text.prepare,
-litebert.tokenizer.train_tokenizer, litebert.vocab.add_words), then prints what it returned.
+litebert.tokenizer_train.train_tokenizer, litebert.vocab.add_words), then prints what it returned.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from litebert.tokenizer import TrainConfig, train_tokenizer
+    from litebert.tokenizer_train import TrainConfig, train_tokenizer
 
     config = TrainConfig(
         vocab_size=args.vocab_size,
