@@ -78,6 +78,15 @@ def test_missing_predictions_follow_each_script(capsys):
     assert "Unanswered question b" in err and "Missing prediction for b" in err
 
 
+def test_integer_gold_ids_match_the_string_keys_of_a_predictions_file(tmp_path):
+    data = _dataset([{"id": 7, "answers": [{"text": "x"}]}, {"id": 8, "answers": []}])
+    (tmp_path / "gold.json").write_text(json.dumps({"version": "v2.0", "data": data}))
+    (tmp_path / "pred.json").write_text(json.dumps({7: "x", 8: ""}))  # JSON writes the keys as "7", "8"
+    out = se.evaluate_files(tmp_path / "gold.json", tmp_path / "pred.json")
+    assert (out["exact_match"], out["total"], out["missing"]) == (100.0, 2, 0)
+    assert se.evaluate_v1(_dataset([{"id": 7, "answers": [{"text": "x"}]}]), {"7": "x"})["exact_match"] == 100.0
+
+
 def test_v1_empty_prediction_scores_zero_f1_but_can_match_exactly():
     data = _dataset([{"id": "a", "answers": [{"text": "the"}]}])
     out = se.evaluate_v1(data, {"a": ""})

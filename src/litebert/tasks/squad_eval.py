@@ -73,14 +73,15 @@ def evaluate_v1(dataset: list[dict[str, Any]], predictions: dict[str, str]) -> d
     total = missing = 0
     for qa in _questions(dataset):
         total += 1
-        if qa["id"] not in predictions:
+        qid = str(qa["id"])  # JSON keys are strings: an integer id in the gold file is its decimal string
+        if qid not in predictions:
             missing += 1
-            print(f"Unanswered question {qa['id']} will receive score 0.", file=sys.stderr)
+            print(f"Unanswered question {qid} will receive score 0.", file=sys.stderr)
             continue
         golds = [a["text"] for a in qa["answers"]]
         if not golds:
-            raise ValueError(f"question {qa['id']!r} has no gold answer, which SQuAD v1.1 cannot score: use 2.0")
-        pred = predictions[qa["id"]]
+            raise ValueError(f"question {qid!r} has no gold answer, which SQuAD v1.1 cannot score: use 2.0")
+        pred = predictions[qid]
         em += max(exact_match(g, pred) for g in golds)
         f1 += max(f1_v1(g, pred) for g in golds)
     return {"exact_match": 100.0 * em / total, "f1": 100.0 * f1 / total, "total": total, "missing": missing}
@@ -92,15 +93,16 @@ def evaluate_v2(dataset: list[dict[str, Any]], predictions: dict[str, str]) -> d
     has_ans: dict[str, bool] = {}
     missing = 0
     for qa in _questions(dataset):
-        has_ans[qa["id"]] = bool(qa["answers"])
+        qid = str(qa["id"])  # as in v1
+        has_ans[qid] = bool(qa["answers"])
         golds = [a["text"] for a in qa["answers"] if normalize_answer(a["text"])] or [""]
-        if qa["id"] not in predictions:
+        if qid not in predictions:
             missing += 1
-            print(f"Missing prediction for {qa['id']}", file=sys.stderr)
+            print(f"Missing prediction for {qid}", file=sys.stderr)
             continue
-        pred = predictions[qa["id"]]
-        exact[qa["id"]] = max(exact_match(g, pred) for g in golds)
-        f1[qa["id"]] = max(f1_v2(g, pred) for g in golds)
+        pred = predictions[qid]
+        exact[qid] = max(exact_match(g, pred) for g in golds)
+        f1[qid] = max(f1_v2(g, pred) for g in golds)
     out: dict[str, Any] = {"exact_match": 0.0, "f1": 0.0, "total": len(exact), "missing": missing}
     if exact:
         out["exact_match"] = 100.0 * sum(exact.values()) / len(exact)
