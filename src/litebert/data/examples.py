@@ -164,8 +164,12 @@ def window_examples(
 ) -> tuple[ExampleBatch, ExampleBatch, int]:
     """(train, eval, held-out document count) of window ``index``: a seeded fraction of its documents is held
     out; training documents get dupe_factor passes, held-out ones a single pass (duplicating them would only
-    repeat the same evaluation)."""
-    is_eval = window_rng(config.seed, index, _EVAL_SPLIT).random(len(docs)) < config.eval_fraction
+    repeat the same evaluation). A small corpus still gets a held-out split: when the first window draws none
+    of its two or more documents, the one with the lowest draw is held out."""
+    draws = window_rng(config.seed, index, _EVAL_SPLIT).random(len(docs))
+    is_eval = draws < config.eval_fraction
+    if index == 0 and config.eval_fraction > 0 and len(docs) >= 2 and not is_eval.any():
+        is_eval[np.argmin(draws)] = True
     out = []
     for chosen, passes, pairs_key, masks_key in (
         (~is_eval, config.dupe_factor, _TRAIN_PAIRS, _TRAIN_MASKS),
