@@ -131,6 +131,23 @@ def test_invalid_utf8_is_replaced_counted_and_located(tmp_path):
     assert ":2: invalid UTF-8 at byte offset 21," in report.messages[1]
 
 
+def test_last_line_without_newline_and_stray_nul_bytes(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"text": "First record."}\n{"text": "Last record, no newline."}')
+    (tmp_path / "b.jsonl").write_text('{"text": "Only record."}')
+    assert list(read_documents([tmp_path / "a.jsonl", tmp_path / "b.jsonl"])) == [
+        ["First record."],
+        ["Last record, no newline."],
+        ["Only record."],
+    ]
+    long = "A sentence of plain prose that goes on. " * 300  # 12 KB: the NUL below comes after the first 8 KB
+    (tmp_path / "nul.txt").write_bytes(b"Text with a \x00stray NUL.\n" + f"{long}\nEnd with \x00 one.".encode())
+    report = TextReport()
+    docs = list(read_documents([tmp_path / "nul.txt"], report=report))
+    assert docs[0][0] == "Text with a stray NUL." and docs[0][-1] == "End with one." and report.skipped == 0
+    assert [m.split(": ", 1)[1] for m in report.messages] == ["1 NUL byte(s) removed"] * 2
+    assert report.messages[1].startswith(f"{tmp_path / 'nul.txt'}:3:")
+
+
 def test_binary_file_is_skipped_with_its_name(tmp_path):
     rng = np.random.default_rng(0)
     binary = tmp_path / "blob.bin"

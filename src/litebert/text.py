@@ -159,13 +159,17 @@ def _not_text(path: Path) -> str | None:
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "UTF-16 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8)"
     bad = head[:-4].decode("utf-8", errors="replace").count("\ufffd")
-    if b"\x00" in head or (len(head) > 64 and bad > len(head) // 10):
-        return "looks like a binary file (NUL bytes or mostly invalid UTF-8)"
+    if head.count(b"\x00") > len(head) // 100 or (len(head) > 64 and bad > len(head) // 10):
+        return "looks like a binary file (many NUL bytes or mostly invalid UTF-8)"
     return None
 
 
 def _decode(data: bytes, offset: int, path: Path, report: TextReport, line: int) -> str:
-    """UTF-8 decode; each invalid sequence becomes U+FFFD and is reported with its line and byte offset."""
+    """UTF-8 decode; each invalid sequence becomes U+FFFD and is reported with its line and byte offset, and
+    NUL bytes (stray in text, never meant) are removed and reported."""
+    if nuls := data.count(0):
+        report.note(f"{path}:{line}: {nuls} NUL byte(s) removed")
+        data = data.replace(b"\x00", b"")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -195,7 +199,7 @@ def _split_incomplete(data: bytes) -> tuple[bytes, bytes]:
 
 def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, str, bool]]:
     """Yield (line number, text, complete): a line longer than `chunk` bytes comes in several pieces."""
-    line_no, pos, carry = 1, 0, b""
+    line_no, pos, carry, complete = 1, 0, b"", True
     with open_bytes(path) as f:
         if f.read(3) != b"\xef\xbb\xbf":  # a UTF-8 byte-order mark (as Windows tools write) is not text
             f.seek(0)
@@ -207,7 +211,7 @@ def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, st
             except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz or .bz2
                 raise ValueError(f"{path}: cannot read past line {line_no}: {exc}") from exc
             if not data:
-                if carry:
+                if carry or not complete:  # the last line has no newline: it ends here all the same
                     yield line_no, _decode(carry, pos, path, report, line_no), True
                 return
             data = carry + data
