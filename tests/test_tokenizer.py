@@ -194,6 +194,30 @@ def test_offsets_point_into_the_original_text(tok, corpus_lines):
                 assert tok.normalize(text[s:e]) == tok.id_to_piece(i).lstrip("▁"), (text, i, s, e)
 
 
+def test_sampled_training_is_reproducible_across_processes(tmp_path, shared_data):
+    import random
+    import subprocess
+    import sys
+
+    from litebert.tokenizer_train import sample_sentences
+
+    assert sample_sentences(iter("abc"), 5, random.Random(0)) == ["a", "b", "c"]  # no more than the size: all
+    counts = np.zeros(20)
+    for seed in range(2000):
+        counts[[int(x) for x in sample_sentences(iter(map(str, range(20))), 5, random.Random(seed))]] += 1
+    assert counts.sum() == 10_000 and np.abs(counts / 2000 - 0.25).max() < 0.05  # each kept with p = 5/20
+    chapters = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:20]
+    script = (  # a fresh interpreter each time: sentencepiece's own sample changed from process to process
+        "import sys; from litebert.tokenizer_train import TrainConfig, train_tokenizer; "
+        "train_tokenizer(sys.argv[2:], sys.argv[1], config=TrainConfig(vocab_size=400, input_sentence_size=300))"
+    )
+    models = []
+    for k in range(2):
+        subprocess.run([sys.executable, "-c", script, str(tmp_path / str(k)), *map(str, chapters)], check=True)
+        models.append((tmp_path / str(k) / "spiece.model").read_bytes())
+    assert models[0] == models[1]
+
+
 def test_train_cli_and_errors(tmp_path, shared_data, capsys):
     ko = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
     out = tmp_path / "tok"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import random
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ class TrainConfig:
     do_lower_case: bool = True
     strip_accents: bool = True
     character_coverage: float = 0.99995
-    input_sentence_size: int = 10_000_000  # sentences kept by sentencepiece's reservoir sample
+    input_sentence_size: int = 10_000_000  # at most this many sentences, a seeded uniform sample, are trained on
     max_sentence_length: int = 16384  # bytes; longer sentences are skipped by sentencepiece
     seed: int = 12345
     num_threads: int = 1
@@ -59,9 +60,20 @@ def _sentences(docs: Iterator[list[str]], cfg: TrainConfig, bar: tqdm, report: T
     if too_long:
         report.note(f"{too_long:,} sentence(s) longer than max_sentence_length={cfg.max_sentence_length:,} bytes "
                     "left out of vocabulary training (unsplit long lines? drop --no-split)")  # fmt: skip
-    # sentencepiece reads every sentence (keeping a reservoir sample) before it trains
     bar.set_description("sentences read; training the unigram model")
     bar.refresh()
+
+
+def sample_sentences(sentences: Iterator[str], size: int, rng: random.Random) -> list[str]:
+    """A uniform sample of at most `size` sentences (reservoir sampling, Algorithm R), every sentence when
+    there are no more. Drawn here rather than by sentencepiece, whose own sample ignores its seed."""
+    sample: list[str] = []
+    for i, sentence in enumerate(sentences):
+        if i < size:
+            sample.append(sentence)
+        elif (j := rng.randrange(i + 1)) < size:
+            sample[j] = sentence
+    return sample
 
 
 def train_tokenizer(
@@ -84,9 +96,11 @@ def train_tokenizer(
     model = io.BytesIO()
     spm.set_random_generator_seed(cfg.seed)
     with tqdm(desc="sentences read", unit=" sent", disable=not progress) as bar:
+        read = _sentences(docs, cfg, bar, report)
+        sentences = sample_sentences(read, cfg.input_sentence_size, random.Random(cfg.seed))
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=_sentences(docs, cfg, bar, report),
+                sentence_iterator=iter(sentences),
                 model_writer=model,
                 model_type="unigram",
                 vocab_size=cfg.vocab_size,
