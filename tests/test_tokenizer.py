@@ -313,6 +313,29 @@ def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_pat
         add_words(tokenizer_dir, bad, tmp_path / "tok6")
 
 
+def test_words_added_in_several_calls_stay_whole_and_errors_name_the_line(tokenizer_dir, tok, tmp_path):
+    invented = ["borlegter", "quandrivel", "smorthane", "plindaxor", "gruvelint", "thrammock"]
+    first, added = add_words(tokenizer_dir, invented, tmp_path / "one")
+    assert added == invented
+    prefixes = [w[:n] for w in invented for n in range(3, len(w))]  # "bor", "borl", ... "borlegte"
+    second, added = add_words(tmp_path / "one", prefixes, tmp_path / "two")
+    assert second.pieces[: first.vocab_size] == first.pieces and len(added) == len(set(prefixes))
+    for word in invented + prefixes:  # earlier words were re-scored with the new ones: none is split
+        assert second.encode(word) == [second.piece_to_id("▁" + word)], word
+    together, _ = add_words(tokenizer_dir, invented + prefixes, tmp_path / "together")
+    text = " ".join(invented + prefixes) + " borlegtering quandrive the smorthanes"
+    pieces = [[t.id_to_piece(i) for i in t.encode(text)] for t in (second, together)]
+    assert pieces[0] == pieces[1]  # as if added in one call
+    settings = json.loads((tmp_path / "two" / "litebert_tokenizer.json").read_text())
+    assert settings["added_words"] == invented + list(dict.fromkeys(prefixes))
+    words = tmp_path / "words.txt"
+    for line, reason in (("1990,", "ends in a digit and a comma"), ("\u200b", "normalised to ''"),
+                         ("[CLS]", "a special token")):  # fmt: skip
+        words.write_text(f"fine\n\n{line}\n")
+        with pytest.raises(ValueError, match=rf"words.txt:3: cannot add .*{re.escape(reason)}"):
+            add_words(tokenizer_dir, words, tmp_path / "bad")
+
+
 def test_resize_model_vocab_keeps_outputs(tokenizer_dir, tok, tmp_path):
     torch.manual_seed(0)
     config = litebert.preset("tiny", vocab_size=tok.vocab_size)

@@ -21,8 +21,9 @@ from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers,
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers.models import Unigram
 
+from litebert.config import read_json
 from litebert.normalize import char_class, combining_marks, invisible_chars
-from litebert.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
+from litebert.tokenizer import DIGIT_COMMA, MODEL_FILE, SETTINGS_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
 
 ADDED_MARGIN = 1 / 64  # log-probability by which an added word's piece beats the word's old best segmentation
 
@@ -89,7 +90,9 @@ def write_hf_files(tok: Tokenizer) -> None:
         (tok.dir / name).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def read_words(path: str | Path) -> list[str]:
+def read_words(path: str | Path) -> list[tuple[str, str]]:
+    """(where, word) for each word of a words file, one per line (blank lines and # comments left out); `where`
+    is "file:line" for error messages."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such words file: {path}")
@@ -104,8 +107,21 @@ def read_words(path: str | Path) -> list[str]:
             continue
         if len(word.split()) > 1:
             raise ValueError(f"{path}:{n}: {word!r} is not one word (no spaces inside a word)")
-        words.append(word)
+        words.append((f"{path}:{n}", word))
     return words
+
+
+def _new_word(base: Tokenizer, where: str, word: str) -> str:
+    """`word` normalised as the tokenizer sees it, or an error naming `where` and why it cannot be a piece."""
+    norm = base.normalize(word)
+    if not norm or " " in norm:
+        raise ValueError(f"{where}cannot add {word!r}: normalised to {norm!r}, not a single word")
+    if DIGIT_COMMA.search(norm):
+        raise ValueError(f"{where}cannot add {word!r}: it ends in a digit and a comma, which litebert tokenizers "
+                         "always split off (their digit + comma pieces are disabled)")  # fmt: skip
+    if "▁" in norm or word in SPECIAL_TOKENS.values() or norm in {p.lower() for p in SPECIAL_TOKENS.values()}:
+        raise ValueError(f"{where}cannot add {word!r}: a special token or SentencePiece's word marker '▁', not a word")
+    return norm
 
 
 def add_words(
@@ -120,50 +136,73 @@ def add_words(
     them ("▁c" "a" "jol..." -> "▁ca" "jol..."). A path through the new piece scores at most ADDED_MARGIN above
     the same path with those old pieces, so it never re-splits an old piece short of a near-tie. (Scored as the
     most likely piece, a new piece would re-split the words it begins: adding "u" would turn "▁us" into "▁u" "s".)
+    Words added by earlier add-words calls (recorded in the settings file) are scored again with this call's, as
+    if added together: their ids stay, and a new word they begin with never splits them.
     """
     base = Tokenizer.load(tokenizer_dir)
-    source = words if isinstance(words, list) else read_words(words)
+    source = read_words(words) if not isinstance(words, list) else [("", w) for w in words]
     proto = model_pb2.ModelProto.FromString(base.model_proto)
     normal = model_pb2.ModelProto.SentencePiece.NORMAL
     unknown_char = min(p.score for p in proto.pieces if p.type == normal) - 10.0  # sentencepiece's unigram rule
     known = set(base.pieces)
     added = []
-    for word in source:
-        norm = base.normalize(word)
-        if not norm or " " in norm or re.search(r"\d,$", norm):
-            raise ValueError(f"cannot add {word!r}: normalised to {norm!r}, not a single word")
-        if "▁" in norm or word in SPECIAL_TOKENS.values() or norm in {p.lower() for p in SPECIAL_TOKENS.values()}:
-            raise ValueError(f"cannot add {word!r}: a special token or SentencePiece's word marker '▁', not a word")
-        if "▁" + norm in known:
-            continue
-        known.add("▁" + norm)
-        added.append(norm)
+    for where, word in source:
+        norm = _new_word(base, f"{where}: " if where else "", word)
+        if "▁" + norm not in known:
+            known.add("▁" + norm)
+            added.append(norm)
+    earlier = [w for w in _earlier_words(base) if "▁" + w in known and w not in added]
+    index = {p.piece: i for i, p in enumerate(proto.pieces)}
+    for word in earlier:  # out of the lattice while the words are scored
+        proto.pieces[index["▁" + word]].type = model_pb2.ModelProto.SentencePiece.UNUSED
     # Shorter words are scored first and take part in scoring longer ones, so that "harpoon" beats "▁harp" + "oon"
     # when "harp" is added too. A longer piece never fits inside a shorter word, nor one of the same length.
     scores: dict[str, float] = {}
-    scorer = base
-    for length in sorted({len(w) for w in added}):
-        for word in (w for w in added if len(w) == length):
+    scorer = Tokenizer(proto.SerializeToString(), base.normalizer)
+    everything = earlier + added
+    for length in sorted({len(w) for w in everything}):
+        for word in (w for w in everything if len(w) == length):
             best = _best_segmentation_score(scorer, word, unknown_char)
             scores[word] = math.ceil((best + ADDED_MARGIN) * 256) / 256  # on the 1/256 grid of all scores here
-        trial = model_pb2.ModelProto.FromString(base.model_proto)
-        for word, score in scores.items():
-            trial.pieces.add(piece="▁" + word, score=score, type=normal)
-        scorer = Tokenizer(trial.SerializeToString(), base.normalizer)
-    for word in added:  # ids in the order of the words file
-        proto.pieces.add(piece="▁" + word, score=scores[word], type=normal)
+        scorer = Tokenizer(_with_scores(proto, scores, added).SerializeToString(), base.normalizer)
+    proto = _with_scores(proto, scores, added)  # the new words in the order of the words file
     proto.trainer_spec.vocab_size = len(proto.pieces)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data = proto.SerializeToString()
     (out / MODEL_FILE).write_bytes(data)
     tok = Tokenizer(data, base.normalizer, out)
-    for word in added:
+    for word in everything:
         if len(tok.encode(word)) != 1:  # cannot happen with the scores above; a guard for foreign models
             raise ValueError(f"added word {word!r} does not encode to one piece in {out / MODEL_FILE}")
-    write_settings(tok, base_model_sha256=base.checksum, added_words=added)
+    write_settings(tok, base_model_sha256=base.checksum, added_words=everything)
     write_hf_files(tok)
     return tok, added
+
+
+def _earlier_words(tok: Tokenizer) -> list[str]:
+    """The words earlier add-words calls gave this tokenizer (its settings file's record; none for others)."""
+    path = tok.dir / SETTINGS_FILE if tok.dir is not None else None
+    if path is None or not path.is_file():
+        return []
+    recorded = read_json(path).get("added_words", [])
+    return [w for w in recorded if isinstance(w, str)] if isinstance(recorded, list) else []
+
+
+def _with_scores(proto: model_pb2.ModelProto, scores: dict[str, float], new: list[str]) -> model_pb2.ModelProto:
+    """A copy of `proto` where each scored word's piece is a normal piece with its score: an existing piece
+    (an earlier added word) in its place, a new word's piece appended in the order of `new`."""
+    out = model_pb2.ModelProto.FromString(proto.SerializeToString())
+    index = {p.piece: i for i, p in enumerate(out.pieces)}
+    normal = model_pb2.ModelProto.SentencePiece.NORMAL
+    for word, score in scores.items():
+        if "▁" + word in index:
+            piece = out.pieces[index["▁" + word]]
+            piece.type, piece.score = normal, score
+    for word in new:
+        if word in scores:
+            out.pieces.add(piece="▁" + word, score=scores[word], type=normal)
+    return out
 
 
 def _best_segmentation_score(tok: Tokenizer, word: str, unknown_char: float) -> float:
