@@ -25,7 +25,7 @@ import torch
 
 from litebert.data.config import DataConfig
 from litebert.data.examples import Vocab, example_rng, mask_examples
-from litebert.data.shards import WORD_START, ShardSet, check_tokenizer, read_manifest
+from litebert.data.shards import MANIFEST, WORD_START, ShardSet, check_tokenizer, load_array, read_manifest
 
 
 class _Reader:
@@ -42,7 +42,7 @@ class _Reader:
         config = DataConfig(**self.manifest["settings"])
         self.max_len, self.max_predictions = config.max_seq_length, config.max_predictions_per_seq
         self.static = config.masking == "static"
-        self.vocab = Vocab.from_manifest(self.manifest, np.load(self.dir / WORD_START))
+        self.vocab = Vocab.from_manifest(self.manifest, _word_start(self.dir, self.manifest))
         self.rules = self.vocab.rules(config)
         self.entropy = [config.seed, int(seed)]
 
@@ -93,6 +93,18 @@ def _stored_masks(ex: dict) -> tuple:
     n = int((ex["masked_labels"] != -100).sum())
     positions, labels = ex["masked_positions"][:n].astype(np.int64), ex["masked_labels"][:n].astype(np.int64)
     return ex["input_ids"], positions, labels, ex["ngrams"].astype(np.int64), ex["ngrams_free"].astype(np.int64)
+
+
+def _word_start(data_dir: Path, manifest: dict) -> np.ndarray:
+    """The stored word-start mask, one entry per vocabulary id (ValueError naming the file otherwise)."""
+    path = data_dir / WORD_START
+    word_start = load_array(path, ndim=1, kinds="b", mmap=False)
+    if len(word_start) != manifest["vocab_size"]:
+        raise ValueError(
+            f"{path}: {len(word_start)} entries, expected vocab_size {manifest['vocab_size']} (from "
+            f"{data_dir / MANIFEST}); rebuild the data"
+        )
+    return word_start
 
 
 def _load_checksum(tokenizer_dir: str | Path) -> str:

@@ -31,6 +31,8 @@ MANIFEST = "manifest.json"
 TOKENIZER_DIR = "tokenizer"
 WORD_START = "word_start.npy"
 SPLITS = ("train", "eval")
+FLAT_ARRAYS = ("input_ids", "offsets", "a_len", "label")  # every shard; static masking adds the mask arrays
+_REBUILD = "(`litebert data build` into an empty --out)"
 
 
 @dataclass
@@ -88,11 +90,27 @@ def finished_shards(split_dir: Path) -> int:
     return n
 
 
+def load_array(path: Path, *, ndim: int | None = None, kinds: str = "iu", mmap: bool = True) -> np.ndarray:
+    """Open one stored array (memory-mapped by default); FileNotFoundError or ValueError naming the file when it
+    is missing, truncated, not a .npy array, or of another dtype (numpy kind not in ``kinds``: integers by
+    default) or number of dimensions."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; the data directory is incomplete, rebuild it {_REBUILD}")
+    try:
+        arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:  # a cut file, a bad header, pickled or object data
+        raise ValueError(f"{path}: truncated or corrupt ({exc}); rebuild the data {_REBUILD}") from exc
+    if arr.dtype.kind not in kinds:
+        expected = "booleans" if kinds == "b" else "integers"
+        raise ValueError(f"{path}: dtype {arr.dtype}, expected {expected}; rebuild the data {_REBUILD}")
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{path}: shape {arr.shape}, expected {ndim} dimension(s); rebuild the data {_REBUILD}")
+    return arr
+
+
 def shard_sizes(split_dir: Path) -> list[int]:
     """Example counts of the complete shards of a split directory."""
-    return [
-        len(np.load(split_dir / shard_name(s) / "a_len.npy", mmap_mode="r")) for s in range(finished_shards(split_dir))
-    ]
+    return [len(load_array(split_dir / shard_name(s) / "a_len.npy", ndim=1)) for s in range(finished_shards(split_dir))]
 
 
 def remove_partial(split_dir: Path) -> None:
@@ -198,6 +216,7 @@ class ShardSet:
         self.starts = np.concatenate(([0], np.cumsum(self.sizes))).astype(np.int64)
         self._cache: OrderedDict[int, dict[str, np.ndarray]] = OrderedDict()
         self._limit = cache
+        self._shapes = _array_shapes(manifest["settings"])
 
     def __len__(self) -> int:
         return int(self.starts[-1])
@@ -209,7 +228,8 @@ class ShardSet:
         path = self.dir / shard_name(s)
         if not path.is_dir():
             raise FileNotFoundError(f"{path}: shard listed in the manifest is missing")
-        arrays = {p.stem: np.load(p, mmap_mode="r") for p in sorted(path.glob("*.npy"))}
+        arrays = {name: load_array(path / f"{name}.npy", ndim=1 + len(row)) for name, row in self._shapes.items()}
+        _check_shard(path, arrays, self._shapes, int(self.sizes[s]))
         self._cache[s] = arrays
         if len(self._cache) > self._limit:
             self._cache.popitem(last=False)
@@ -229,3 +249,32 @@ class ShardSet:
             if name in arr:
                 out[name] = np.asarray(arr[name][k])
         return out
+
+
+def _array_shapes(settings: dict) -> dict[str, tuple[int, ...]]:
+    """The arrays a shard must hold, each with the shape of one example's entry (() for one number)."""
+    shapes: dict[str, tuple[int, ...]] = dict.fromkeys(FLAT_ARRAYS, ())
+    if settings["masking"] == "static":
+        slots, spans = (settings["max_predictions_per_seq"],), (settings["max_ngram"],)
+        shapes.update(masked_positions=slots, masked_labels=slots, ngrams=spans, ngrams_free=spans)
+    return shapes
+
+
+def _check_shard(path: Path, arrays: dict[str, np.ndarray], shapes: dict[str, tuple[int, ...]], n: int) -> None:
+    """Shapes must agree with the manifest (n examples, its settings) and offsets must span input_ids: cheap
+    checks that catch a shard cut or replaced by hand (load_array checked each file, dtype and dimensions)."""
+    for name, arr in arrays.items():
+        if name == "input_ids":
+            continue
+        expected = (n + 1 if name == "offsets" else n, *shapes[name])
+        if arr.shape != expected:
+            raise ValueError(
+                f"{path / f'{name}.npy'}: shape {arr.shape}, expected {expected} (the manifest lists {n} examples "
+                f"for this shard); rebuild the data {_REBUILD}"
+            )
+    offsets, tokens = arrays["offsets"], len(arrays["input_ids"])
+    if int(offsets[0]) != 0 or int(offsets[-1]) != tokens:
+        raise ValueError(
+            f"{path / 'offsets.npy'}: spans tokens {int(offsets[0])}..{int(offsets[-1])}, but input_ids.npy holds "
+            f"{tokens}; rebuild the data {_REBUILD}"
+        )
