@@ -4,7 +4,6 @@ after an interruption, tokenizer checksum, held-out split and bad inputs."""
 from __future__ import annotations
 
 import filecmp
-import json
 import shutil
 from pathlib import Path
 

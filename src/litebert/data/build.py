@@ -257,6 +257,8 @@ def build(
     with open(out / WINDOWS, "a") as log:
         results = _results(_windows(docs, config.window_chars), skip, workers, init)
         totals = _consume(results, writers, known, done, log, progress)
+    if not totals["sentences"]:
+        _no_text(out, identity)
     for w in writers.values():
         w.close()
     np.save(out / WORD_START, vocab.word_start)
@@ -272,6 +274,18 @@ def build(
             stacklevel=2,
         )
     return manifest
+
+
+def _no_text(out: Path, identity: dict) -> None:
+    """Refuse a corpus whose every document normalises to nothing (only whitespace, zero-width or control
+    characters): the same error as a corpus without text, before anything but the build state is written."""
+    (out / WINDOWS).write_text("")  # its windows hold nothing, so nothing to resume (a rerun may change inputs)
+    paths = [f["path"] for f in identity["corpus"]]
+    names = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    raise ValueError(
+        f"empty corpus: no sentences found in {names} (every document is empty after normalisation, e.g. only "
+        "whitespace or zero-width characters)"
+    )
 
 
 def _consume(results: Iterator, writers: dict, known: list[dict], done: dict, log, progress: bool) -> dict:
