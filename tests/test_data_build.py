@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import filecmp
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -225,7 +226,17 @@ def test_a_file_without_blank_lines_is_cut_into_window_sized_documents(tokenizer
     (else one blank-line-free file would be one window, and memory would grow with the file)."""
     flat = tmp_path / "flat.txt"
     flat.write_text("".join(f"Sentence number {i} of a file without blank lines.\n" for i in range(2000)))
-    manifest = build([flat], tokenizer_dir, tmp_path / "out", _config(window_chars=20_000, eval_fraction=0.0),
-                     read_config=ReadConfig(split=False), progress=False)  # fmt: skip
+    config = _config(window_chars=20_000, eval_fraction=0.0)
+    alone = r"5 of the 5 windows before the last hold a single document, so their random segments"
+    with pytest.warns(UserWarning, match=alone):
+        manifest = build([flat], tokenizer_dir, tmp_path / "out", config, read_config=ReadConfig(split=False),
+                         progress=False)  # fmt: skip
     assert manifest["documents"]["train"] == 6 and manifest["windows"] == 6  # ~100k characters / 20k
     assert manifest["sentences"] == 2000
+    # random segments from the same document are said, where a pair objective draws them; a larger window
+    # holds several documents and draws them from the others
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for objective, window in (("none", 20_000), ("sop", 200_000)):
+            build([flat], tokenizer_dir, tmp_path / objective, _config(window_chars=window, eval_fraction=0.0,
+                  objective=objective), read_config=ReadConfig(split=False), progress=False)  # fmt: skip

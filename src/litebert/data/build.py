@@ -273,6 +273,15 @@ def build(
             f"(eval_fraction {config.eval_fraction}; {unit})",
             stacklevel=2,
         )
+    lonely = totals["one_document_windows"]  # the last window, with what is left of the corpus, does not count
+    if config.objective != "none" and lonely and totals["documents"] > 1:
+        warnings.warn(
+            f"{out}: {lonely:,} of the {totals['windows'] - 1:,} windows before the last hold a single document, so "
+            "their random segments (NSP's random next, SOP's one-sentence chunks) come from that same document: "
+            f"random documents are drawn within a window; a --window-chars (now {config.window_chars:,}) above the "
+            "size of the largest documents lets them come from others",
+            stacklevel=2,
+        )
     return manifest
 
 
@@ -290,7 +299,8 @@ def _no_text(out: Path, identity: dict) -> None:
 
 def _consume(results: Iterator, writers: dict, known: list[dict], done: dict, log, progress: bool) -> dict:
     """Feed window results to the writers in order; return running totals (flat in memory and time)."""
-    totals = dict.fromkeys((*_TOTALS, "windows"), 0)
+    totals = dict.fromkeys((*_TOTALS, "windows", "one_document_windows"), 0)
+    last_alone = False
     start = time.perf_counter()
     with tqdm(desc="data build", unit="doc", disable=not progress, dynamic_ncols=True) as bar:
         for k, result in results:
@@ -300,6 +310,8 @@ def _consume(results: Iterator, writers: dict, known: list[dict], done: dict, lo
             for key in _TOTALS:
                 totals[key] += counts[key]
             totals["windows"] += 1
+            totals["one_document_windows"] += last_alone  # the window before this one
+            last_alone = counts["documents"] == 1
             bar.update(counts["documents"])
             bar.set_postfix_str(f"{totals['tokens'] / max(time.perf_counter() - start, 1e-9):,.0f} tokens/s")
     return totals
