@@ -148,6 +148,14 @@ def test_last_line_without_newline_and_stray_nul_bytes(tmp_path):
     assert report.messages[1].startswith(f"{tmp_path / 'nul.txt'}:3:")
 
 
+def test_json_files_of_objects_are_json_lines_and_an_array_is_refused(tmp_path):
+    (tmp_path / "export.json").write_text('{"text": "One record."}\n{"text": "Two records."}\n')  # as datasets writes
+    assert list(read_documents([tmp_path / "export.json"])) == [["One record."], ["Two records."]]
+    (tmp_path / "array.json").write_text('[{"text": "One record."}]')
+    with pytest.raises(ValueError, match=r"array.json: a JSON array; litebert streams JSON lines"):
+        list(read_documents([tmp_path / "array.json"]))
+
+
 def test_binary_file_is_skipped_with_its_name(tmp_path):
     rng = np.random.default_rng(0)
     binary = tmp_path / "blob.bin"

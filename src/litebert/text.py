@@ -136,7 +136,7 @@ def _documents(files: list[Path], report: TextReport, cfg: ReadConfig) -> Iterat
             report.note(f"{path}: skipped, {why}")
             continue
         report.files += 1
-        reader = _jsonl_documents if format_suffix(path) in _JSONL_SUFFIXES else _text_documents
+        reader = _jsonl_documents if _is_jsonl(path) else _text_documents
         for doc in reader(path, report, cfg):
             report.documents += 1
             report.sentences += len(doc)
@@ -145,6 +145,20 @@ def _documents(files: list[Path], report: TextReport, cfg: ReadConfig) -> Iterat
     if report.documents == 0:
         names = ", ".join(str(p) for p in files[:5]) or "no files"
         raise ValueError(f"empty corpus: no sentences found in {names} ({report.skipped} skipped)")
+
+
+def _is_jsonl(path: Path) -> bool:
+    """.jsonl and .ndjson files are JSON lines, and so is a .json file of objects (as `datasets` exports them);
+    a .json file holding one array is refused, since it cannot be streamed."""
+    suffix = format_suffix(path)
+    if suffix != ".json":
+        return suffix in _JSONL_SUFFIXES
+    with open_bytes(path) as f:
+        start = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if start == b"[":
+        raise ValueError(f"{path}: a JSON array; litebert streams JSON lines (one object per line, as .jsonl): "
+                         "convert it, e.g. jq -c '.[]' file.json > file.jsonl")  # fmt: skip
+    return start == b"{"
 
 
 def _not_text(path: Path) -> str | None:
