@@ -21,7 +21,7 @@ from litebert.text import ReadConfig
 from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
 from litebert.train.loop import resolve_precision
-from litebert.train.run import RUN_CONFIG, RunFiles, run_started
+from litebert.train.run import RUN_CONFIG, RunFiles, check_init_tokenizer, finished_at, run_started
 
 PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus" / "moby-dick"  # the chapters, not the README
 # Settings a resumed run may change without changing its arithmetic.
@@ -66,6 +66,12 @@ class PretrainJob:
         if self.corpus is not None:
             self.corpus = [os.fspath(c) for c in self.corpus]
         check_types(self)
+        if self.corpus is not None and self.data_dir is not None:
+            raise ValueError("PretrainJob: 'corpus' (--corpus) and 'data_dir' (--data) both given; data_dir is data "
+                             "built already, so the corpus would be ignored: give one of them")  # fmt: skip
+        if self.init_from is not None and self.preset != DEFAULT_PRESET:
+            raise ValueError(f"PretrainJob: 'preset' ({self.preset!r}, --preset) cannot be combined with 'init_from' "
+                             "(--init-from): the model's own config is used")  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> PretrainJob:
@@ -161,6 +167,8 @@ def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
 def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[Path | None, Path]:
     """(tokenizer dir, data dir): given ones, or trained/built into RUN_DIR/prep from the corpus."""
     tokenizer = Path(job.tokenizer) if job.tokenizer else None
+    if tokenizer is not None and job.init_from is not None and not paths_only:  # before building data with it
+        check_init_tokenizer(tokenizer, Path(job.init_from))
     if job.data_dir is not None:  # the run finds the data's own tokenizer (pretrain / open_run)
         return tokenizer, Path(job.data_dir)
     if tokenizer is None and job.init_from and (Path(job.init_from) / "spiece.model").is_file():
@@ -223,17 +231,17 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.Di
     if asked and ModelConfig.from_dict({**model_config.to_dict(), **asked}) != model_config:
         raise ValueError(f"{ckpt}: cannot resume with different model settings {asked}")
     data_dir = job.data_dir or saved.get("data_dir")
+    if data_dir is not None and not Path(data_dir).is_dir():
+        given = "given" if job.data_dir else f"recorded in {path}"
+        raise FileNotFoundError(f"{data_dir}: the run's data directory ({given}) not found; pass --data DIR "
+                                "where the run's data is now")  # fmt: skip
     if overrides.get("precision") == "auto":  # the run saved the precision it resolved to: compare with that
         overrides = {**overrides, "precision": resolve_precision("auto", env.device)}
     train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
     step = int(verify_checkpoint(ckpt)["step"])
-    for key in ("batch_size", "seed"):  # the data position is saved per batch of this size and seed
-        if key in overrides and overrides[key] != saved["train"].get(key):
-            raise ValueError(f"{out}: --resume needs the run's own {key} ({saved['train'].get(key)}), got "
-                             f"{overrides[key]}: exact resume restores the data position")  # fmt: skip
+    _check_fixed_on_resume(out, saved["train"], overrides)
     # A run killed after its last checkpoint but before its model was written resumes with no step to train.
-    finished = (out / "model").is_dir() and (out / "eval.json").is_file()
-    if train.max_steps < step or (train.max_steps == step and finished):
+    if train.max_steps < step or (train.max_steps == step and finished_at(out, ckpt, step)):
         raise ValueError(f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
                          "pass a larger --max-steps to train further")  # fmt: skip
     changed = {k: v for k, v in overrides.items() if k not in _RESUME_NEUTRAL and saved["train"].get(k) != v}
@@ -248,6 +256,18 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.Di
         warnings.warn(f"resuming {out} with changed settings {changed}: it continues with them, so it will not "
                       "reproduce an uninterrupted run", stacklevel=2)  # fmt: skip
     return pretrain(model_config, train, data_dir, out, resume=True)
+
+
+def _check_fixed_on_resume(out: Path, saved: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Settings the checkpoint's state belongs to: refused when changed, before anything is loaded."""
+    fixed = {"batch_size": "exact resume restores the data position, saved per batch of this size and seed",
+             "seed": "exact resume restores the data position, saved per batch of this size and seed",
+             "optimizer": "the checkpoint holds this optimizer's state; start a new run with --init-from "
+                          "RUN_DIR/model to train on with another"}  # fmt: skip
+    for key, why in fixed.items():
+        if key in overrides and overrides[key] != saved.get(key):
+            raise ValueError(f"{out}: --resume needs the run's own {key} ({saved.get(key)}), got {overrides[key]}: "
+                             f"{why}")  # fmt: skip
 
 
 def _model_overrides(job: PretrainJob) -> dict[str, Any]:

@@ -71,6 +71,16 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     return tensors
 
 
+def recorded_digest(path: Path) -> str | None:
+    """The weights digest a litebert safetensors file records in its metadata (None when absent or unreadable):
+    tells whether two files hold the same weights without reading them."""
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return (f.metadata() or {}).get(_DIGEST_KEY)
+    except (SafetensorError, OSError, ValueError):
+        return None
+
+
 def check_state_dict(
     model: nn.Module, tensors: dict[str, torch.Tensor], source: Path, against: str = "config.json"
 ) -> None:

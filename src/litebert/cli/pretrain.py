@@ -101,6 +101,8 @@ def _pretrain(args: argparse.Namespace) -> int:
     if corpus_only and (args.data or job.data_dir or (args.tokenizer and args.vocab_size is not None)):
         raise ValueError(f"{', '.join(corpus_only)} shape the tokenizer and data built from --corpus; with --data "
                          "(or --tokenizer, for --vocab-size) they would do nothing")  # fmt: skip
+    if args.preset and (args.init_from or job.init_from):  # the default preset's name given is ignored too
+        raise ValueError("--preset cannot be combined with --init-from: the model's own config is used")
     if args.vocab_size is not None:
         changes["vocab_size"] = args.vocab_size
     if read_fields:  # the flags given, over the config file's read section

@@ -87,18 +87,33 @@ def save_checkpoint(
     return final
 
 
-def verify_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Return the completion marker, or raise ValueError naming what is missing or corrupt."""
-    path = Path(path)
-    marker_path = path / MARKER
+def read_marker(path: str | Path) -> dict[str, Any]:
+    """The completion marker of checkpoint `path`, checked for shape (not checksums); ValueError naming the
+    file when it is missing or damaged, so a damaged marker makes its checkpoint incomplete, never a crash."""
+    marker_path = Path(path) / MARKER
     if not marker_path.is_file():
         raise ValueError(f"{path}: incomplete checkpoint (no {MARKER}; the run was stopped while writing it)")
     try:
         marker = json.loads(marker_path.read_text())
-        files = marker["files"]
-    except (json.JSONDecodeError, KeyError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
         raise ValueError(f"{marker_path}: corrupt completion marker ({exc})") from None
-    for name, digest in files.items():
+    files = marker.get("files") if isinstance(marker, dict) else None
+    if (
+        not isinstance(files, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
+        or type(marker.get("step")) is not int
+        or not isinstance(marker.get("metric"), int | float | None)
+    ):
+        raise ValueError(f"{marker_path}: corrupt completion marker (expected an object with an integer 'step', "
+                         "a numeric or null 'metric' and 'files' mapping names to sha256 digests)")  # fmt: skip
+    return marker
+
+
+def verify_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Return the completion marker, or raise ValueError naming what is missing or corrupt."""
+    path = Path(path)
+    marker = read_marker(path)
+    for name, digest in marker["files"].items():
         f = path / name
         if not f.is_file():
             raise ValueError(f"{path}: checkpoint file {name} is missing")
@@ -127,14 +142,29 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
     return None
 
 
+def _readable_markers(run_dir: str | Path) -> dict[Path, dict[str, Any]]:
+    """Checkpoint -> its completion marker, oldest first; a damaged marker is skipped with a warning naming it
+    (its checkpoint counts as incomplete), a missing one silently (a checkpoint still being written)."""
+    markers = {}
+    for path in list_checkpoints(run_dir):
+        if not (path / MARKER).is_file():
+            continue
+        try:
+            markers[path] = read_marker(path)
+        except ValueError as exc:
+            warnings.warn(f"skipping checkpoint: {exc}", stacklevel=3)
+    return markers
+
+
 def best_checkpoint(run_dir: str | Path) -> Path | None:
     """The complete checkpoint with the lowest recorded metric (None when none has one)."""
+    return _best(_readable_markers(run_dir))
+
+
+def _best(markers: dict[Path, dict[str, Any]]) -> Path | None:
     best, best_metric = None, float("inf")
-    for path in list_checkpoints(run_dir):
-        marker_path = path / MARKER
-        if not marker_path.is_file():
-            continue
-        metric = json.loads(marker_path.read_text()).get("metric")
+    for path, marker in markers.items():
+        metric = marker.get("metric")
         if metric is not None and metric < best_metric:
             best, best_metric = path, metric
     return best
@@ -147,12 +177,13 @@ def prune(run_dir: str | Path, keep_last: int) -> None:
     for tmp in root.glob(f"{TMP_PREFIX}*"):  # ours was renamed already: these were left by a killed run
         shutil.rmtree(tmp, ignore_errors=True)
     every = list_checkpoints(run_dir)
-    complete = [p for p in every if (p / MARKER).is_file()]
+    markers = _readable_markers(run_dir)
+    complete = list(markers)
     for path in every:  # incomplete (damaged) ones older than the newest complete one are never resumed from
         if complete and path not in complete and path.name < complete[-1].name:
             shutil.rmtree(path, ignore_errors=True)
     keep = set(complete[-keep_last:])
-    best = best_checkpoint(run_dir)
+    best = _best(markers)
     if best is not None:
         keep.add(best)
     for path in complete:

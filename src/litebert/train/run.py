@@ -44,6 +44,7 @@ LOCK_FILE = ".lock"
 _LOCKS: dict[Path, Any] = {}  # run dir -> open lock file, in the process that holds it (not in RunFiles: it is
 # broadcast to the other ranks, and an open file does not pickle)
 SPIECE = "spiece.model"
+EVAL_FILE = "eval.json"
 
 
 @dataclass
@@ -132,19 +133,37 @@ class RunFiles:
         return latest_checkpoint(self.run_dir)
 
     def write_final(self, model: nn.Module, eval_result: dict, env: dist.DistEnv) -> Path | None:
+        """Write RUN_DIR/model, then eval.json (which records the step): a kill at any moment leaves a pair
+        that `finished_at` does not take for the newest checkpoint's, so a resume writes both again."""
         state = dist.full_state_dict(model)  # collective under FSDP
         if not env.is_main:
             return None
         out, tmp = self.run_dir / "model", self.run_dir / "model.partial"
-        if eval_result:  # first, and atomically: a whole "model" means the run is finished
-            tmp_eval = self.run_dir / "eval.json.tmp"
-            tmp_eval.write_text(json.dumps(eval_result, indent=2) + "\n")
-            os.replace(tmp_eval, self.run_dir / "eval.json")
         shutil.rmtree(tmp, ignore_errors=True)
         _write_model(tmp, state, dist.unwrap(model).config, self.tokenizer_dir)
         shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)  # "model" exists only whole: a resume can tell a finished run from a killed one
+        os.replace(tmp, out)  # "model" exists only whole
+        if eval_result:
+            tmp_eval = self.run_dir / "eval.json.tmp"
+            tmp_eval.write_text(json.dumps(eval_result, indent=2) + "\n")
+            os.replace(tmp_eval, self.run_dir / EVAL_FILE)
         return out
+
+
+def finished_at(run_dir: Path, ckpt: Path, step: int) -> bool:
+    """Whether RUN_DIR's final model and eval.json are those of checkpoint `ckpt` at `step`: eval.json records
+    that step and the model holds the checkpoint's weights. A run extended with a larger --max-steps and
+    killed after its last checkpoint still holds the earlier model and eval.json: not finished."""
+    from litebert.weights import WEIGHTS_FILE, recorded_digest
+
+    try:
+        evaluation = json.loads((run_dir / EVAL_FILE).read_text())
+    except (OSError, ValueError):  # missing, or cut by a kill: write it again
+        return False
+    if not isinstance(evaluation, dict) or evaluation.get("step") != step:
+        return False
+    digest = recorded_digest(run_dir / "model" / WEIGHTS_FILE)
+    return digest is not None and digest == recorded_digest(ckpt / WEIGHTS_FILE)
 
 
 def _write_model(directory: Path, state: dict, config: ModelConfig, tokenizer_dir: Path | None) -> None:
@@ -245,9 +264,13 @@ def _fill_run(
             tok = built_with if has_copy and _extends(built_with, init) else init
         elif tok is None and has_copy:
             tok = built_with  # so the final model carries the tokenizer its data was built with
+        elif tok is not None and init is not None:
+            check_init_tokenizer(tok, init)
         run.tokenizer_dir = tok
     if data_dir is not None:
         _check_data(Path(data_dir), mcfg, run.tokenizer_dir)
+        if resume:
+            _check_same_data(run_dir, Path(data_dir))
     if not resume:
         _create_run_dir(run, mcfg, cfg, data_dir)
 
@@ -294,6 +317,29 @@ def _check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -
             )
 
 
+def data_identity(data_dir: Path) -> str:
+    """sha256 of the data's manifest.json, which lists its settings, tokenizer and every shard's size: the
+    same for a copy of the data elsewhere, different for data built again from other text or settings."""
+    from litebert.data.shards import MANIFEST
+
+    return hashlib.sha256((data_dir / MANIFEST).read_bytes()).hexdigest()
+
+
+def _check_same_data(run_dir: Path, data_dir: Path) -> None:
+    """A resumed run continues at a position in its own data; other data would be read from the wrong place."""
+    try:
+        recorded = json.loads((run_dir / RUN_CONFIG).read_text()).get("data_manifest_sha256")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    found = data_identity(data_dir)
+    if recorded is not None and found != recorded:  # None: a run from before it was recorded
+        raise ValueError(
+            f"{data_dir.resolve() / 'manifest.json'}: not the data this run started with ({run_dir / RUN_CONFIG} "
+            f"records manifest sha256 {recorded[:12]}..., this one has {found[:12]}...); resume with the run's "
+            "own data (--data DIR where it was moved), or start a new run with --init-from RUN_DIR/model"
+        )
+
+
 def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any) -> None:
     run.run_dir.mkdir(parents=True, exist_ok=True)
     run.lock_dir()  # before anything is written into it
@@ -315,10 +361,22 @@ def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir
         run.tokenizer_dir = stored
     config = {
         "model": mcfg.to_dict(), "train": cfg.to_dict(),
-        "data_dir": str(data_dir) if data_dir is not None else None,
+        "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,  # for a resume from anywhere
+        "data_manifest_sha256": data_identity(Path(data_dir)) if data_dir is not None else None,
         "init_from": str(run.init_from) if run.init_from is not None else None,
     }  # fmt: skip
     (run.run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+
+
+def check_init_tokenizer(tok: Path, init: Path) -> None:
+    """An --init-from model keeps its ids: a --tokenizer given with it must extend the model's own (the same
+    first pieces, as `tokenizer add-words` writes), whether or not the vocabulary grows."""
+    if (init / SPIECE).is_file() and (tok / SPIECE).is_file() and not _extends(tok, init):
+        raise ValueError(
+            f"--tokenizer {tok}: its pieces do not extend those of {init / SPIECE}, the --init-from model's own "
+            "tokenizer (its ids would mean other pieces); leave --tokenizer out to use the model's, or grow it "
+            "with `litebert tokenizer add-words`"
+        )
 
 
 def _extends(new_dir: Path, old_dir: Path, old_size: int | None = None) -> bool:
