@@ -1,15 +1,19 @@
-"""Input files by name: .gz and .bz2 are decompressed on the fly, and a file's format is the suffix under them.
+"""Files by name: inputs (.gz and .bz2 decompressed on the fly, a file's format the suffix under them) and
+JSON outputs written atomically.
 
-Corpora (`litebert.text`) and task files (`litebert.tasks`) open their inputs through these two functions, so
-both read the same compressed files the same way.
+Corpora (`litebert.text`) and task files (`litebert.tasks`) open their inputs through `open_bytes` and
+`format_suffix`, so both read the same compressed files the same way; every JSON file litebert writes beside
+data or weights (manifests, configs, results) goes through `write_json`.
 """
 
 from __future__ import annotations
 
 import bz2
 import gzip
+import json
+import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 COMPRESSION_SUFFIXES = (".gz", ".bz2")
 
@@ -32,3 +36,12 @@ def format_suffix(path: str | Path) -> str:
     while suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
         suffixes.pop()
     return suffixes[-1] if suffixes else ""
+
+
+def write_json(data: Any, path: str | Path, *, sort_keys: bool = False) -> None:
+    """Write `data` as indented JSON atomically (a temporary file renamed over `path`), so a reader, or a run
+    resumed after a kill, never finds half a file; `sort_keys` gives equal bytes for equal dicts."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=sort_keys) + "\n")
+    os.replace(tmp, path)

@@ -26,12 +26,13 @@ import torch
 from torch import nn
 
 import litebert
+from litebert.files import write_json
 from litebert.finetune_heads import POOLED_HEADS, POOLINGS, FinetuneModel, build_head
 from litebert.heads import AlbertForPretraining
 from litebert.tasks import TASKS, Task, TaskData, get_task
 from litebert.tasks.common import collate
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
-from litebert.weights import HEAD_FILE, META_FILE, write_json, write_safetensors
+from litebert.weights import HEAD_FILE, META_FILE, write_safetensors
 
 log = logging.getLogger(__name__)
 RESULTS_FILE = "results.json"

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from litebert.config import ModelConfig
+from litebert.files import write_json
 from litebert.heads import AlbertForPretraining
 from litebert.weights import (
     CONFIG_FILE,
@@ -23,7 +24,6 @@ from litebert.weights import (
     read_config_json,
     read_safetensors,
     save,
-    write_json,
     write_safetensors,
 )
 

@@ -4,7 +4,6 @@ loaded with every problem named (shape mismatch, missing or corrupt weights, bad
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import tempfile
@@ -16,6 +15,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from litebert.config import ModelConfig, read_json
+from litebert.files import write_json
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -47,12 +47,6 @@ def write_safetensors(tensors: dict[str, torch.Tensor], path: Path, metadata: di
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
-
-
-def write_json(data: dict, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:

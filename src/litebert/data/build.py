@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from litebert.config import read_json
 from litebert.data.config import DataConfig
 from litebert.data.examples import Vocab, window_examples
 from litebert.data.pairs import Documents
@@ -43,10 +44,11 @@ from litebert.data.shards import (
     ExampleBatch,
     ShardWriter,
     finished_shards,
+    read_manifest,
     remove_partial,
     shard_sizes,
-    write_json,
 )
+from litebert.files import write_json
 from litebert.sentences import split_sentences
 from litebert.text import ReadConfig, iter_files, read_documents
 from litebert.weights import copy_tokenizer
@@ -155,20 +157,20 @@ def _prepare_out(out: Path, identity: dict) -> dict | None:
     out.mkdir(parents=True, exist_ok=True)
     state = out / STATE
     if state.is_file():
-        previous = json.loads(state.read_text())
+        previous = read_json(state)
         if previous != identity and not _known_windows(out) and not (out / MANIFEST).is_file():
-            write_json(state, identity)  # a build that failed before its first window: nothing to resume
+            write_json(identity, state, sort_keys=True)  # failed before its first window: nothing to resume
         elif previous != identity:
             raise ValueError(
                 f"{out}: holds data built with other {_differences(previous, identity)}; choose another --out or "
                 "delete it"
             )
         if (out / MANIFEST).is_file():
-            return json.loads((out / MANIFEST).read_text())
+            return read_manifest(out)
     elif any(out.iterdir()):
         raise ValueError(f"{out}: not empty and not a litebert data directory; choose an empty --out")
     else:
-        write_json(state, identity)
+        write_json(identity, state, sort_keys=True)
     for split in SPLITS:
         remove_partial(out / split)
     return None
@@ -265,7 +267,7 @@ def build(
     (out / TOKENIZER_DIR).mkdir(exist_ok=True)
     copy_tokenizer(Path(tokenizer_dir), out / TOKENIZER_DIR)
     manifest = _manifest(identity, vocab, token_dtype, out, totals)
-    write_json(out / MANIFEST, manifest)
+    write_json(manifest, out / MANIFEST, sort_keys=True)
     if config.eval_fraction > 0 and not manifest["splits"]["eval"]["examples"]:
         unit = "each file is one document" if read.documents == "file" else "a file without blank lines is one"
         warnings.warn(

@@ -174,13 +174,6 @@ class ShardWriter:
         self.next_shard += 1
 
 
-def write_json(path: Path, obj: dict) -> None:
-    """Write JSON atomically (tmp + rename) with a stable key order, so equal builds give equal bytes."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def read_manifest(data_dir: str | Path) -> dict:
     """Read ``manifest.json`` of a built data directory (FileNotFoundError / ValueError naming the file)."""
     path = Path(data_dir) / MANIFEST

@@ -168,7 +168,8 @@ def finished_at(run_dir: Path, ckpt: Path, step: int) -> bool:
 
 def _write_model(directory: Path, state: dict, config: ModelConfig, tokenizer_dir: Path | None) -> None:
     """The same layout as `litebert.save`, from a (possibly gathered) state dict."""
-    from litebert.weights import CONFIG_FILE, WEIGHTS_FILE, copy_tokenizer, write_json, write_safetensors
+    from litebert.files import write_json
+    from litebert.weights import CONFIG_FILE, WEIGHTS_FILE, copy_tokenizer, write_safetensors
 
     directory.mkdir(parents=True, exist_ok=True)
     write_safetensors(state, directory / WEIGHTS_FILE, {"format": "pt", "producer": "litebert"})
