@@ -162,3 +162,15 @@ def test_flags_that_would_be_ignored_are_refused(
     assert main(["pretrain", "--config", str(config), "--data", str(data_dir), "--out", str(out), *FAST]) == 2
     err = capsys.readouterr().err
     assert str(config) in err and "'preset' ('albert-base', --preset) cannot be combined with 'init_from'" in err
+
+
+def test_settings_a_resume_changed_are_kept_for_the_next_resume(
+    finished_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    run = _copy(finished_run, tmp_path / "run")
+    resume = ["pretrain", "--out", str(run), "--resume", "--no-progress"]
+    assert main([*resume, "--max-steps", "4", "--lr", "0.001", "--save-every", "1"]) == 0
+    recorded = json.loads((run / "run_config.json").read_text())["train"]
+    assert (recorded["max_steps"], recorded["lr"]) == (4, 0.001) and _step(run) == 4
+    assert main(resume) == 2  # a plain resume continues the run as it now is: finished at step 4 of 4
+    assert "already at step 4 of max_steps 4" in capsys.readouterr().err

@@ -8,7 +8,6 @@ gives `data_dir` (built by `litebert data build`) and its tokenizer, or a corpus
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -219,7 +218,7 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.Di
     path = out / RUN_CONFIG
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found; --resume needs a run directory written by litebert pretrain")
-    saved = json.loads(path.read_text())
+    saved = read_json(path)
     ckpt = latest_checkpoint(out)
     if ckpt is None:
         found = len(list_checkpoints(out))

@@ -1,7 +1,7 @@
 """The run directory: refusing to clobber or mix runs, resume state in and out, the final model.
 
 RUN_DIR/
-  run_config.json    model + train config and inputs of the run (written once, at the start)
+  run_config.json    model + train config and inputs of the run (written at the start, updated by a resume)
   tokenizer/         the tokenizer the data was built with (copied in), checked against the data manifest
   checkpoints/       see checkpoint.py
   metrics.jsonl      see metrics.py
@@ -12,7 +12,6 @@ Every check runs before anything is written, so a refused run leaves the directo
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -36,14 +35,21 @@ from litebert.train.checkpoint import (
     set_rng_state,
 )
 from litebert.train.config import TrainConfig
+from litebert.train.inputs import (
+    RUN_CONFIG,
+    SPIECE,
+    check_data,
+    check_init_tokenizer,
+    check_same_data,
+    data_identity,
+    extends,
+)
 from litebert.train.metrics import METRICS_FILE
 from litebert.vocab import resize_model_vocab
 
-RUN_CONFIG = "run_config.json"
 LOCK_FILE = ".lock"
 _LOCKS: dict[Path, Any] = {}  # run dir -> open lock file, in the process that holds it (not in RunFiles: it is
 # broadcast to the other ranks, and an open file does not pickle)
-SPIECE = "spiece.model"
 EVAL_FILE = "eval.json"
 
 
@@ -105,7 +111,7 @@ class RunFiles:
                 f"{self.init_from}: the data has a larger vocabulary than this model, and without both tokenizers "
                 "(the model's and the run's) litebert cannot check that it extends the model's"
             )
-        if not _extends(self.tokenizer_dir, self.init_from, old_size):
+        if not extends(self.tokenizer_dir, self.init_from, old_size):
             raise ValueError(
                 f"{self.tokenizer_dir}: this tokenizer does not extend the model's ({self.init_from / SPIECE}): "
                 "its first pieces differ; grow a vocabulary with `litebert tokenizer add-words`"
@@ -262,18 +268,33 @@ def _fill_run(
         has_copy = built_with is not None and (built_with / SPIECE).is_file()  # the copy `data build` keeps
         if tok is None and init is not None and (init / SPIECE).is_file():
             # the model's own tokenizer, or the data's when `tokenizer add-words` grew it from the model's
-            tok = built_with if has_copy and _extends(built_with, init) else init
+            tok = built_with if has_copy and extends(built_with, init) else init
         elif tok is None and has_copy:
             tok = built_with  # so the final model carries the tokenizer its data was built with
         elif tok is not None and init is not None:
             check_init_tokenizer(tok, init)
         run.tokenizer_dir = tok
     if data_dir is not None:
-        _check_data(Path(data_dir), mcfg, run.tokenizer_dir)
+        check_data(Path(data_dir), mcfg, run.tokenizer_dir)
         if resume:
-            _check_same_data(run_dir, Path(data_dir))
-    if not resume:
+            check_same_data(run_dir, Path(data_dir))
+    if resume:
+        _record_resume(run_dir, cfg, data_dir)
+    else:
         _create_run_dir(run, mcfg, cfg, data_dir)
+
+
+def _record_resume(run_dir: Path, cfg: TrainConfig, data_dir: Any) -> None:
+    """The settings a resume continues with (a longer --max-steps, a new --lr) and where its data is now go
+    into run_config.json, so the next plain --resume continues the run as it is, not as it started."""
+    from litebert.config import read_json
+    from litebert.files import write_json
+
+    config = read_json(run_dir / RUN_CONFIG)
+    config["train"] = cfg.to_dict()
+    if data_dir is not None:
+        config["data_dir"] = str(Path(data_dir).resolve())
+    write_json(config, run_dir / RUN_CONFIG)
 
 
 def run_started(run_dir: Path) -> bool:
@@ -298,50 +319,9 @@ def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig) -> Path:
     return ckpt
 
 
-def _check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -> None:
-    from litebert.data import read_manifest
-
-    manifest = read_manifest(data_dir)
-    vocab = int(manifest.get("vocab_size", 0))
-    if vocab > mcfg.vocab_size:
-        raise ValueError(
-            f"{data_dir / 'manifest.json'}: data vocab_size {vocab} exceeds the model's vocab_size {mcfg.vocab_size}"
-        )
-    if tokenizer_dir is not None and (tokenizer_dir / SPIECE).is_file():
-        digest = hashlib.sha256((tokenizer_dir / SPIECE).read_bytes()).hexdigest()
-        expected = manifest.get("tokenizer_sha256")
-        if expected != digest:
-            raise ValueError(
-                f"{data_dir / 'manifest.json'}: data built with tokenizer sha256 {str(expected)[:12]}..., but "
-                f"the tokenizer of this run/model ({tokenizer_dir / SPIECE}) has sha256 {digest[:12]}...; "
-                "rebuild the data with this tokenizer (litebert data build) or pass the matching one"
-            )
-
-
-def data_identity(data_dir: Path) -> str:
-    """sha256 of the data's manifest.json, which lists its settings, tokenizer and every shard's size: the
-    same for a copy of the data elsewhere, different for data built again from other text or settings."""
-    from litebert.data.shards import MANIFEST
-
-    return hashlib.sha256((data_dir / MANIFEST).read_bytes()).hexdigest()
-
-
-def _check_same_data(run_dir: Path, data_dir: Path) -> None:
-    """A resumed run continues at a position in its own data; other data would be read from the wrong place."""
-    try:
-        recorded = json.loads((run_dir / RUN_CONFIG).read_text()).get("data_manifest_sha256")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
-    found = data_identity(data_dir)
-    if recorded is not None and found != recorded:  # None: a run from before it was recorded
-        raise ValueError(
-            f"{data_dir.resolve() / 'manifest.json'}: not the data this run started with ({run_dir / RUN_CONFIG} "
-            f"records manifest sha256 {recorded[:12]}..., this one has {found[:12]}...); resume with the run's "
-            "own data (--data DIR where it was moved), or start a new run with --init-from RUN_DIR/model"
-        )
-
-
 def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any) -> None:
+    from litebert.files import write_json
+
     run.run_dir.mkdir(parents=True, exist_ok=True)
     run.lock_dir()  # before anything is written into it
     stale = [p for p in (run.run_dir / METRICS_FILE, checkpoint_dir(run.run_dir)) if p.exists()]
@@ -366,27 +346,7 @@ def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir
         "data_manifest_sha256": data_identity(Path(data_dir)) if data_dir is not None else None,
         "init_from": str(run.init_from) if run.init_from is not None else None,
     }  # fmt: skip
-    (run.run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
-
-
-def check_init_tokenizer(tok: Path, init: Path) -> None:
-    """An --init-from model keeps its ids: a --tokenizer given with it must extend the model's own (the same
-    first pieces, as `tokenizer add-words` writes), whether or not the vocabulary grows."""
-    if (init / SPIECE).is_file() and (tok / SPIECE).is_file() and not _extends(tok, init):
-        raise ValueError(
-            f"--tokenizer {tok}: its pieces do not extend those of {init / SPIECE}, the --init-from model's own "
-            "tokenizer (its ids would mean other pieces); leave --tokenizer out to use the model's, or grow it "
-            "with `litebert tokenizer add-words`"
-        )
-
-
-def _extends(new_dir: Path, old_dir: Path, old_size: int | None = None) -> bool:
-    """Whether the tokenizer in new_dir keeps every piece of old_dir's at its id (and may add more); with
-    `old_size`, old_dir's must also have that many pieces (the model's vocabulary)."""
-    from litebert.tokenizer import Tokenizer
-
-    old, new = Tokenizer.load(old_dir).pieces, Tokenizer.load(new_dir).pieces
-    return (old_size is None or len(old) == old_size) and new[: len(old)] == old
+    write_json(config, run.run_dir / RUN_CONFIG)
 
 
 def _grown_vocab(have: ModelConfig, want: ModelConfig) -> bool:

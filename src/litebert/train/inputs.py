@@ -1,0 +1,77 @@
+"""What a pretraining run reads must fit together: the data with the model and tokenizer, the same data on
+resume (its manifest's sha256 in run_config.json), and a --tokenizer that extends an --init-from model's own
+(old ids keep their pieces)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from litebert.config import ModelConfig
+from litebert.tokenizer import MODEL_FILE as SPIECE
+
+RUN_CONFIG = "run_config.json"
+
+
+def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -> None:
+    from litebert.data import read_manifest
+
+    manifest = read_manifest(data_dir)
+    vocab = int(manifest.get("vocab_size", 0))
+    if vocab > mcfg.vocab_size:
+        raise ValueError(
+            f"{data_dir / 'manifest.json'}: data vocab_size {vocab} exceeds the model's vocab_size {mcfg.vocab_size}"
+        )
+    if tokenizer_dir is not None and (tokenizer_dir / SPIECE).is_file():
+        digest = hashlib.sha256((tokenizer_dir / SPIECE).read_bytes()).hexdigest()
+        expected = manifest.get("tokenizer_sha256")
+        if expected != digest:
+            raise ValueError(
+                f"{data_dir / 'manifest.json'}: data built with tokenizer sha256 {str(expected)[:12]}..., but "
+                f"the tokenizer of this run/model ({tokenizer_dir / SPIECE}) has sha256 {digest[:12]}...; "
+                "rebuild the data with this tokenizer (litebert data build) or pass the matching one"
+            )
+
+
+def data_identity(data_dir: Path) -> str:
+    """sha256 of the data's manifest.json, which lists its settings, tokenizer and every shard's size: the
+    same for a copy of the data elsewhere, different for data built again from other text or settings."""
+    from litebert.data.shards import MANIFEST
+
+    return hashlib.sha256((data_dir / MANIFEST).read_bytes()).hexdigest()
+
+
+def check_same_data(run_dir: Path, data_dir: Path) -> None:
+    """A resumed run continues at a position in its own data; other data would be read from the wrong place."""
+    try:
+        recorded = json.loads((run_dir / RUN_CONFIG).read_text()).get("data_manifest_sha256")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    found = data_identity(data_dir)
+    if recorded is not None and found != recorded:  # None: a run from before it was recorded
+        raise ValueError(
+            f"{data_dir.resolve() / 'manifest.json'}: not the data this run started with ({run_dir / RUN_CONFIG} "
+            f"records manifest sha256 {recorded[:12]}..., this one has {found[:12]}...); resume with the run's "
+            "own data (--data DIR where it was moved), or start a new run with --init-from RUN_DIR/model"
+        )
+
+
+def check_init_tokenizer(tok: Path, init: Path) -> None:
+    """An --init-from model keeps its ids: a --tokenizer given with it must extend the model's own (the same
+    first pieces, as `tokenizer add-words` writes), whether or not the vocabulary grows."""
+    if (init / SPIECE).is_file() and (tok / SPIECE).is_file() and not extends(tok, init):
+        raise ValueError(
+            f"--tokenizer {tok}: its pieces do not extend those of {init / SPIECE}, the --init-from model's own "
+            "tokenizer (its ids would mean other pieces); leave --tokenizer out to use the model's, or grow it "
+            "with `litebert tokenizer add-words`"
+        )
+
+
+def extends(new_dir: Path, old_dir: Path, old_size: int | None = None) -> bool:
+    """Whether the tokenizer in new_dir keeps every piece of old_dir's at its id (and may add more); with
+    `old_size`, old_dir's must also have that many pieces (the model's vocabulary)."""
+    from litebert.tokenizer import Tokenizer
+
+    old, new = Tokenizer.load(old_dir).pieces, Tokenizer.load(new_dir).pieces
+    return (old_size is None or len(old) == old_size) and new[: len(old)] == old
