@@ -252,6 +252,10 @@ def test_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path: Path, monke
     with pytest.raises(NonFiniteLossError, match=r"at step 4.*step_00000002"):
         pretrain(model_config(), train_config(save_every=2), None, tmp_path / "nan", batches=batches)
     assert [p.name for p in list_checkpoints(tmp_path / "nan")] == ["step_00000002"]
+    poisoned.clear()  # diverging before the first checkpoint: nothing to resume from
+    with pytest.raises(NonFiniteLossError, match=r"at step 4; weights were not updated; start again, lower lr"):
+        pretrain(model_config(), train_config(save_every=10), None, tmp_path / "nan2",
+                 batches=Poisoned(vocab_size=V, seq_len=T, batch_size=4))  # fmt: skip
 
 
 def test_refuses_existing_run_without_resume_and_foreign_model_config(tmp_path: Path) -> None:

@@ -239,10 +239,9 @@ def _train(
             summary.losses.append(stats["loss"])
             window.add(stats)
             if not math.isfinite(stats["loss"]):
-                raise NonFiniteLossError(
-                    f"loss is {stats['loss']} at step {step}; weights were not updated. Last good "
-                    f"checkpoint: {run.last_checkpoint() or 'none'} (resume with --resume, maybe a lower --lr)"
-                )
+                last = run.last_checkpoint()
+                hint = f"last good checkpoint {last}: --resume, maybe a lower --lr" if last else "start again, lower lr"
+                raise NonFiniteLossError(f"loss is {stats['loss']} at step {step}; weights were not updated; {hint}")
             if step % cfg.log_every == 0 or step == cfg.max_steps:
                 logger.log(window.record(step, mcfg))
             if progress is not None:
