@@ -12,7 +12,7 @@ import pytest
 
 from litebert.tasks import get_task
 from litebert.tasks.base import TaskData
-from litebert.tasks.common import Report, collate
+from litebert.tasks.common import Report, collate, truncate_pair
 from litebert.tasks.conll import featurize as conll_features
 from litebert.tasks.conll import read_conll
 from litebert.tasks.race import featurize as race_features
@@ -220,6 +220,17 @@ def test_classification_unseen_dev_label_and_truncation(tmp_path):
     assert "labels" not in data.features[0]
     with pytest.raises(ValueError, match=r"new.tsv: missing column\(s\) \['label'\]"):
         task.load(unlabelled, tok, cfg(), state, mode="eval")
+
+
+def test_pair_truncation_is_the_official_rule_ties_trimming_the_second_text():
+    for n_a in range(7):
+        for n_b in range(7):
+            for budget in range(1, 12):
+                a, b = list(range(n_a)), list(range(100, 100 + n_b))
+                ta, tb = list(a), list(b)
+                while len(ta) + len(tb) > budget:  # run_classifier._truncate_seq_pair
+                    (ta if len(ta) > len(tb) else tb).pop()
+                assert truncate_pair(a, b, budget) == n_a + n_b - len(ta) - len(tb) and (a, b) == (ta, tb)
 
 
 def test_similarity_features_are_two_single_sentences():

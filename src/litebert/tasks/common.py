@@ -194,7 +194,7 @@ def truncate_pair(a: list[int], b: list[int] | None, max_tokens: int) -> int:
     """
     removed = 0
     while len(a) + (len(b) if b else 0) > max_tokens:
-        longer = b if b and len(b) > len(a) else a
+        longer = b if b and len(b) >= len(a) else a  # a tie trims b, as _truncate_seq_pair does
         longer.pop()
         removed += 1
     return removed
