@@ -124,6 +124,7 @@ def test_conllu_reader_takes_forms_and_upos(tmp_path):
     ]
     assert sentences[0].tags == ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN", "PUNCT"]
     assert sentences[1].tags[:5] == ["PRON", "AUX", "VERB", "PART", "VERB"] and sentences[1].line == 15
+    assert sentences[1].lines[:5] == [15, 16, 18, 19, 20]  # each word's own line: the range 3-4 is line 17
     # the same file under another name is recognised by its columns
     text = (FIXTURES / "ud_sample.conllu").read_text()
     (tmp_path / "train.txt").write_text(text)

@@ -34,7 +34,12 @@ CONLLU_ID = re.compile(r"\d+(?:[-.]\d+)?")  # a word (7), a multiword token's ra
 class TaggedSentence:
     words: list[str]
     tags: list[str] | None
-    line: int  # line number of the first word
+    lines: list[int]  # the line number of each word (CoNLL-U comments and ranges between them are skipped)
+
+    @property
+    def line(self) -> int:
+        """The line number of the first word."""
+        return self.lines[0]
 
 
 def read_conll(path: str | Path) -> list[TaggedSentence]:
@@ -42,7 +47,7 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
     out: list[TaggedSentence] = []
     words: list[str] = []
     tags: list[str] = []
-    start = 0
+    lines: list[int] = []
     conllu = is_conllu(path)
     with open_text(path) as f:
         for n, raw in enumerate(f, 1):
@@ -56,20 +61,19 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
                 cols = [c for c in cols if c.strip()]
             if not cols or cols[0] == "-DOCSTART-":
                 if words:
-                    out.append(TaggedSentence(words, tags if tags else None, start))
-                words, tags = [], []
+                    out.append(TaggedSentence(words, tags if tags else None, lines))
+                words, tags, lines = [], [], []
                 continue
-            if not words:
-                start = n
-                if not out and raw.lstrip().startswith(('{"', "[{", '["')):  # a SQuAD or RACE file given here
-                    raise ValueError(f"{path}: line {n}: looks like JSON, not CoNLL (a word and its tag per line)")
+            if not words and not out and raw.lstrip().startswith(('{"', "[{", '["')):  # a SQuAD or RACE file here
+                raise ValueError(f"{path}: line {n}: looks like JSON, not CoNLL (a word and its tag per line)")
             if len(cols) > 1:
                 tags.append(cols[-1])
             if bool(tags) != (len(cols) > 1) or (tags and len(tags) != len(words) + 1):
                 raise ValueError(f"{path}: line {n}: expected a word and a tag, got {preview(raw.strip())!r}")
             words.append(cols[0])
+            lines.append(n)
     if words:
-        out.append(TaggedSentence(words, tags if tags else None, start))
+        out.append(TaggedSentence(words, tags if tags else None, lines))
     if not out:
         raise ValueError(f"{path}: no sentences")
     return out
@@ -186,7 +190,7 @@ class TokenClassificationTask:
             for k, t in enumerate(s.tags):
                 if t not in index:
                     raise ValueError(
-                        f"{path}: line {s.line + k}: tag {t!r} never seen in training; known tags: {state['labels']}"
+                        f"{path}: line {s.lines[k]}: tag {t!r} never seen in training; known tags: {state['labels']}"
                     )
         report = Report(str(path))
         feats, firsts = featurize(sentences, tok, cfg.max_seq_length, index if labelled else None, report)
