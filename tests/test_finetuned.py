@@ -37,6 +37,22 @@ def test_predict_on_unlabelled_conll_and_race(ft_cfg, model_dir, tmp_path):
     ]
 
 
+def test_predictions_are_utf8_whatever_the_locale(ft_cfg, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    conll = str(FIXTURES / "conll2003.txt")
+    finetune(ft_cfg(tmp_path, task="token-classification", train=conll, dev=conll, max_steps=1))
+    (tmp_path / "ko.txt").write_text("헌법 O\n재판소 O\n", encoding="utf-8")
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    cli = "import sys; from litebert.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = ["-c", cli, "predict", "--init", str(tmp_path / "best"), "--data", str(tmp_path / "ko.txt"),
+            "--out", str(tmp_path / "p.json")]  # fmt: skip
+    subprocess.run([sys.executable, "-X", "utf8=0", *argv], env=env, check=True, capture_output=True)
+    assert json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))[0]["words"] == ["헌법", "재판소"]
+
+
 def test_predict_ignores_labels_it_was_not_trained_on(ft_cfg, tmp_path):
     data = str(FIXTURES / "sst2.tsv")
     finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=1))

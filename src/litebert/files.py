@@ -38,10 +38,12 @@ def format_suffix(path: str | Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-def write_json(data: Any, path: str | Path, *, sort_keys: bool = False) -> None:
-    """Write `data` as indented JSON atomically (a temporary file renamed over `path`), so a reader, or a run
-    resumed after a kill, never finds half a file; `sort_keys` gives equal bytes for equal dicts."""
+def write_json(data: Any, path: str | Path, *, sort_keys: bool = False, ascii_only: bool = True) -> None:
+    """Write `data` as indented UTF-8 JSON atomically (a temporary file renamed over `path`), so a reader, or a
+    run resumed after a kill, never finds half a file; `sort_keys` gives equal bytes for equal dicts, and
+    `ascii_only=False` keeps text in any script readable instead of \\u escapes."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=sort_keys) + "\n")
+    text = json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=ascii_only)
+    tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)

@@ -4,7 +4,6 @@ writes it, head.safetensors, finetune.json (task, labels, settings) and the toke
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import litebert
 from litebert.config import read_json
+from litebert.files import write_json
 from litebert.finetune import FinetuneConfig, evaluate_data, load_tokenizer, resolve_device, run_model
 from litebert.finetune_heads import FinetuneModel, build_head
 from litebert.tasks import Task, get_task
@@ -95,5 +95,5 @@ def predict(
     preds = ft.task.predict(data, outputs, ft.config, ft.state)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(preds, indent=1, ensure_ascii=False) + "\n")
+        write_json(preds, out, ascii_only=False)  # UTF-8 whatever the locale, and whole or not at all
     return preds
