@@ -312,6 +312,10 @@ def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, c
         load_pretrained(ft_cfg(tmp_path, task="classification", train=data, dev=data,
                              tokenizer=str(tmp_path / "other")))  # fmt: skip
     load_pretrained(ft_cfg(tmp_path, task="classification", train=data, dev=data, tokenizer=str(model_dir)))
+    with pytest.raises(ValueError, match=r"FinetuneConfig.lr must be a positive finite number, got inf"):
+        ft_cfg(tmp_path, task="classification", train=data, dev=data, lr=float("inf"))
+    with pytest.raises(ValueError, match=r"FinetuneConfig.null_score_diff_threshold must be finite, got nan"):
+        ft_cfg(tmp_path, task="squad", train=data, dev=data, null_score_diff_threshold=float("nan"))
     with pytest.raises(ValueError, match=r"FinetuneConfig.weight_decay must be >= 0, got -3"):
         ft_cfg(tmp_path, task="classification", train=data, dev=data, weight_decay=-3.0)
     same = [("classification", {"label_column": "sentence"}), ("classification", {"text_columns": ("label",)})]

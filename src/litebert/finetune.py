@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import os
 import time
 import warnings
@@ -92,8 +93,12 @@ class FinetuneConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
-        if not self.lr > 0:
-            raise ValueError(f"FinetuneConfig.lr must be positive, got {self.lr!r}")
+        if not 0 < self.lr < math.inf:
+            raise ValueError(f"FinetuneConfig.lr must be a positive finite number, got {self.lr!r}")
+        if not math.isfinite(self.null_score_diff_threshold):
+            raise ValueError(
+                f"FinetuneConfig.null_score_diff_threshold must be finite, got {self.null_score_diff_threshold!r}"
+            )
         if self.pooling not in POOLINGS:
             raise ValueError(f"FinetuneConfig.pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.pooling != "cls" and TASKS[self.task].head not in POOLED_HEADS:
@@ -102,7 +107,7 @@ class FinetuneConfig:
                 f"multiple-choice, not to task {self.task!r}"
             )
         for name in ("warmup", "weight_decay"):
-            if not getattr(self, name) >= 0:  # NaN too
+            if not 0 <= getattr(self, name) < math.inf:  # NaN too
                 raise ValueError(f"FinetuneConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.warmup_steps > self.max_steps:
             raise ValueError(
