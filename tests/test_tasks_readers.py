@@ -91,6 +91,11 @@ def test_race_list_file_and_official_directory_layout(tmp_path):
         d.mkdir(parents=True, exist_ok=True)
         (d / item["id"]).write_text(json.dumps(item))
     assert len(read_race(tmp_path / "RACE")) == 8
+    import gzip
+
+    with gzip.open(tmp_path / "RACE" / "dev" / "more.json.gz", "wt") as f:
+        f.write(json.dumps(items[2]))  # compressed files of the tree are read too
+    assert len(read_race(tmp_path / "RACE")) == 8 + len(items[2]["questions"])
     item = dict(items[0], answers=["E", "A", "A", "A"])
     (tmp_path / "bad.json").write_text(json.dumps(item))
     with pytest.raises(ValueError, match="question 0: answer 'E' is not one of the options"):

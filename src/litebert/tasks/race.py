@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from litebert.files import format_suffix
 from litebert.tasks.base import TaskData
 from litebert.tasks.common import Report, TokenizerLike, json_type, open_text, preview
 
@@ -33,9 +34,10 @@ class ChoiceExample:
 
 def _objects(path: Path) -> list[tuple[str, dict]]:
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in (".txt", ".json", ".jsonl"))
+        kinds = (".txt", ".json", ".jsonl")  # compressed too (a.json.gz), as every task file
+        files = sorted(p for p in path.rglob("*") if p.is_file() and format_suffix(p) in kinds)
         if not files:
-            raise FileNotFoundError(f"{path}: no RACE .txt/.json files in this directory")
+            raise FileNotFoundError(f"{path}: no RACE .txt/.json/.jsonl files (or .gz/.bz2 of them) in this directory")
         return [obj for p in files for obj in _objects(p)]
     with open_text(path) as f:
         text = f.read()
