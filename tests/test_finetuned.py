@@ -67,6 +67,16 @@ def test_predict_ignores_labels_it_was_not_trained_on(ft_cfg, tmp_path):
     assert [p["line"] for p in predict(tmp_path / "best", test, text_columns=["text"])] == [2, 3]
     with pytest.raises(ValueError, match=r"trained on 1 text column\(s\) \['sentence'\]"):
         predict(tmp_path / "best", test, text_columns=["index", "text"])
+    # a labelled file with other column names is scored by naming them (library and CLI)
+    renamed = tmp_path / "renamed.tsv"
+    renamed.write_text(Path(data).read_text().replace("sentence\tlabel", "review\tgold", 1))
+    expected = evaluate(tmp_path / "best", data)["accuracy"]
+    assert evaluate(tmp_path / "best", renamed, text_columns=["review"], label_column="gold")["accuracy"] == expected
+    argv = ["evaluate", "--init", str(tmp_path / "best"), "--data", str(renamed), "--text-columns", "review",
+            "--label-column", "gold"]  # fmt: skip
+    assert main(argv) == 0
+    with pytest.raises(ValueError, match=r"label_column 'review' is also one of the text columns \['review'\]"):
+        evaluate(tmp_path / "best", renamed, text_columns=["review"], label_column="review")
     conll = str(FIXTURES / "conll2003.txt")
     finetune(ft_cfg(tmp_path / "t", task="token-classification", train=conll, dev=conll, max_steps=1))
     tagged = tmp_path / "tagged.txt"

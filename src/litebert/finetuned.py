@@ -54,17 +54,44 @@ def load_finetuned(directory: str | Path) -> Finetuned:
     return Finetuned(model, task, meta["state"], cfg, load_tokenizer(directory))
 
 
-def evaluate(directory: str | Path, data_path: str | Path, task: str | None = None) -> dict[str, float]:
-    """Score a fine-tuned model on a labelled file of its task (`task`, if given, must be the model's)."""
+def evaluate(
+    directory: str | Path,
+    data_path: str | Path,
+    task: str | None = None,
+    *,
+    text_columns: Sequence[str] | None = None,
+    label_column: str | None = None,
+) -> dict[str, float]:
+    """Score a fine-tuned model on a labelled file of its task (`task`, if given, must be the model's);
+    `text_columns` and `label_column` name this file's columns when they differ from the training file's."""
     ft = load_finetuned(directory)
     if task is not None and task != ft.config.task:
         raise ValueError(f"{directory}: a model fine-tuned for {ft.config.task!r}, not {task!r}")
+    _read_columns(ft, text_columns, label_column)
     data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="eval")
     data.report.warn()
     return {
         **evaluate_data(ft.model, ft.task, data, ft.tokenizer, ft.config, ft.state),
         "input_report": data.report.to_dict(),
     }
+
+
+def _read_columns(ft: Finetuned, text_columns: Sequence[str] | None, label_column: str | None = None) -> None:
+    """Read a table with other column names than the training file's: as many text columns as in training."""
+    trained = ft.config.text_columns or ()
+    if (text_columns is not None or label_column is not None) and not trained:
+        raise ValueError(f"text_columns / label_column: the {ft.config.task} task does not read table columns")
+    if text_columns is not None and len(text_columns) != len(trained):
+        raise ValueError(
+            f"text_columns {list(text_columns)}: the model was trained on {len(trained)} text column(s) {list(trained)}"
+        )
+    if text_columns is not None:
+        ft.config.text_columns = tuple(text_columns)
+    if label_column is not None:
+        ft.config.label_column = label_column
+    if ft.config.label_column in ft.config.text_columns:
+        raise ValueError(f"label_column {ft.config.label_column!r} is also one of the text columns "
+                         f"{list(ft.config.text_columns)}")  # fmt: skip
 
 
 def predict(
@@ -78,16 +105,7 @@ def predict(
     `text_columns` names the text columns of this file when they differ from the training file's (GLUE's
     test files: `index,sentence` where training had no header); as many as in training."""
     ft = load_finetuned(directory)
-    if text_columns is not None:
-        trained = ft.config.text_columns or ()
-        if not trained:
-            raise ValueError(f"text_columns: the {ft.config.task} task does not read table columns")
-        if len(text_columns) != len(trained):
-            raise ValueError(
-                f"text_columns {list(text_columns)}: the model was trained on {len(trained)} text column(s) "
-                f"{list(trained)}"
-            )
-        ft.config.text_columns = tuple(text_columns)
+    _read_columns(ft, text_columns)
     data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="predict")
     data.report.warn()
     pad = ft.task.pad_values(ft.tokenizer)

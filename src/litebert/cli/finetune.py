@@ -43,6 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--predictions", help="predictions JSON (question id -> answer text, '' for no answer)")
     e.add_argument("--version", choices=("1.1", "2.0"), help="SQuAD version (default: from the gold file)")
     e.add_argument("--init", help="fine-tuned model dir (OUT/best) to evaluate on --data")
+    e.add_argument("--text-columns", help="with --init: this file's text columns, when not the training file's")
+    e.add_argument("--label-column", help="with --init: this file's label column, when not the training file's")
     e.set_defaults(func=_evaluate)
 
     r = sub.add_parser("predict", help="write a fine-tuned model's predictions for every input of a file")
@@ -67,7 +69,7 @@ def _finetune(args: argparse.Namespace) -> int:
     skip = {"command", "func", "text_columns"}
     kw = {k: v for k, v in vars(args).items() if k not in skip and v is not None}
     if args.text_columns:
-        kw["text_columns"] = tuple(c.strip() for c in args.text_columns.split(","))
+        kw["text_columns"] = _columns(args.text_columns)
     result = finetune(FinetuneConfig(**kw))
     print(json.dumps({"best": {result.best_metric: result.best_value, "step": result.best_step},
                       "results": str(result.results_path), "best_dir": str(result.best_dir)}))  # fmt: skip
@@ -86,15 +88,19 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ValueError("evaluate needs --predictions (SQuAD scoring) or --init (a fine-tuned model)")
     from litebert.finetuned import evaluate
 
-    print(json.dumps(evaluate(args.init, args.data, task=args.task)))
+    columns = {"text_columns": _columns(args.text_columns), "label_column": args.label_column}
+    print(json.dumps(evaluate(args.init, args.data, task=args.task, **columns)))
     return 0
+
+
+def _columns(flag: str | None) -> tuple[str, ...] | None:
+    return tuple(c.strip() for c in flag.split(",")) if flag else None
 
 
 def _predict(args: argparse.Namespace) -> int:
     from litebert.finetuned import predict
 
-    columns = tuple(c.strip() for c in args.text_columns.split(",")) if args.text_columns else None
-    preds = predict(args.init, args.data, args.out, text_columns=columns)
+    preds = predict(args.init, args.data, args.out, text_columns=_columns(args.text_columns))
     print(json.dumps({"predictions": len(preds), "out": args.out}))
     return 0
 
