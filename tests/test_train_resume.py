@@ -174,3 +174,16 @@ def test_settings_a_resume_changed_are_kept_for_the_next_resume(
     assert (recorded["max_steps"], recorded["lr"]) == (4, 0.001) and _step(run) == 4
     assert main(resume) == 2  # a plain resume continues the run as it now is: finished at step 4 of 4
     assert "already at step 4 of max_steps 4" in capsys.readouterr().err
+
+
+def test_a_refused_resume_leaves_run_config_as_it_was(
+    finished_run: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    run = _copy(finished_run, tmp_path / "run")
+    broken = shutil.copytree(data_dir, tmp_path / "data")
+    (broken / "train" / "shard_00000" / "label.npy").unlink()  # refused when the batches are read, past _fill_run
+    before = (run / "run_config.json").read_bytes()
+    args = ["pretrain", "--out", str(run), "--resume", "--data", str(broken), "--max-steps", "6", "--lr", "0.5"]
+    assert main([*args, "--no-progress"]) == 2
+    assert "label.npy: missing" in capsys.readouterr().err
+    assert (run / "run_config.json").read_bytes() == before

@@ -60,6 +60,7 @@ class RunFiles:
     resume_from: Path | None = None
     init_from: Path | None = None
     keep_last: int = 3
+    resumed_with: dict[str, Any] | None = None  # run_config.json entries a resume changes, written at its first save
 
     def lock_dir(self) -> None:
         """Hold RUN_DIR/.lock (flock) while training: a second job on the same run directory, e.g. workers
@@ -149,11 +150,23 @@ class RunFiles:
         _write_model(tmp, state, dist.unwrap(model).config, self.tokenizer_dir)
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)  # "model" exists only whole
+        self.record_resume()
         if eval_result:
             tmp_eval = self.run_dir / "eval.json.tmp"
             tmp_eval.write_text(json.dumps(eval_result, indent=2) + "\n")
             os.replace(tmp_eval, self.run_dir / EVAL_FILE)
         return out
+
+    def record_resume(self) -> None:
+        """Write the settings a resume continues with (a longer --max-steps, a new --lr; where its data is now)
+        into run_config.json once the resumed run has saved something, past every check that could refuse it, so
+        the next plain --resume continues the run as it is, not as it started (rank 0)."""
+        if self.resumed_with:
+            from litebert.config import read_json
+            from litebert.files import write_json
+
+            write_json({**read_json(self.run_dir / RUN_CONFIG), **self.resumed_with}, self.run_dir / RUN_CONFIG)
+            self.resumed_with = None
 
 
 def finished_at(run_dir: Path, ckpt: Path, step: int) -> bool:
@@ -206,6 +219,7 @@ def save_training_state(
             run.run_dir, step, trainer_state=trainer_state, metric=metric, keep_last=run.keep_last,
             write_model=lambda d: _write_model(d, weights, config, run.tokenizer_dir),
         )  # fmt: skip
+        run.record_resume()
     dist.barrier(env)
     return path
 
@@ -279,22 +293,9 @@ def _fill_run(
         if resume:
             check_same_data(run_dir, Path(data_dir))
     if resume:
-        _record_resume(run_dir, cfg, data_dir)
+        run.resumed_with = {"train": cfg.to_dict()} | ({"data_dir": str(Path(data_dir).resolve())} if data_dir else {})
     else:
         _create_run_dir(run, mcfg, cfg, data_dir)
-
-
-def _record_resume(run_dir: Path, cfg: TrainConfig, data_dir: Any) -> None:
-    """The settings a resume continues with (a longer --max-steps, a new --lr) and where its data is now go
-    into run_config.json, so the next plain --resume continues the run as it is, not as it started."""
-    from litebert.config import read_json
-    from litebert.files import write_json
-
-    config = read_json(run_dir / RUN_CONFIG)
-    config["train"] = cfg.to_dict()
-    if data_dir is not None:
-        config["data_dir"] = str(Path(data_dir).resolve())
-    write_json(config, run_dir / RUN_CONFIG)
 
 
 def run_started(run_dir: Path) -> bool:
