@@ -165,10 +165,11 @@ def window_examples(
     """(train, eval, held-out document count) of window ``index``: a seeded fraction of its documents is held
     out; training documents get dupe_factor passes, held-out ones a single pass (duplicating them would only
     repeat the same evaluation). A small corpus still gets a held-out split: when the first window draws none
-    of its two or more documents, the one with the lowest draw is held out."""
+    of its two or more documents though its share rounds to one or more (documents x eval_fraction >= 0.5),
+    the one with the lowest draw is held out."""
     draws = window_rng(config.seed, index, _EVAL_SPLIT).random(len(docs))
     is_eval = draws < config.eval_fraction
-    if index == 0 and config.eval_fraction > 0 and len(docs) >= 2 and not is_eval.any():
+    if index == 0 and len(docs) >= 2 and len(docs) * config.eval_fraction >= 0.5 and not is_eval.any():
         is_eval[np.argmin(draws)] = True
     out = []
     for chosen, passes, pairs_key, masks_key in (
