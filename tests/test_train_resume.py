@@ -119,10 +119,15 @@ def test_resume_reads_the_run_s_own_data_from_any_directory(
     err = capsys.readouterr().err
     assert "manifest.json: not the data this run started with" in err and "run_config.json" in err
     assert not (run / "checkpoints" / "step_00000005").exists()
-    # the same data moved elsewhere is the same data
+    # the same data moved elsewhere is the same data, and so is data rebuilt from copies of the same text
     shutil.copytree(data_dir, tmp_path / "moved")
     args[-2] = str(tmp_path / "moved")
     assert main(args) == 0
+    (tmp_path / "copies").mkdir()
+    build([shutil.copy(c, tmp_path / "copies") for c in chapters[:4]], tokenizer_dir, tmp_path / "rebuilt", SETTINGS,
+          progress=False)  # fmt: skip
+    assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "6", "--data", str(tmp_path / "rebuilt"),
+                 "--no-progress"]) == 0  # fmt: skip
 
 
 def test_init_from_refuses_a_tokenizer_that_does_not_extend_its_own(

@@ -35,11 +35,13 @@ def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) ->
 
 
 def data_identity(data_dir: Path) -> str:
-    """sha256 of the data's manifest.json, which lists its settings, tokenizer and every shard's size: the
-    same for a copy of the data elsewhere, different for data built again from other text or settings."""
-    from litebert.data.shards import MANIFEST
+    """sha256 of what the data's manifest.json says was built (settings, tokenizer, counts, every shard's size),
+    leaving out where and when the corpus was read (its paths and modification times): the same for the data
+    copied, moved or rebuilt from the same text, different for data built from other text or settings."""
+    from litebert.data import read_manifest
 
-    return hashlib.sha256((data_dir / MANIFEST).read_bytes()).hexdigest()
+    built = {k: v for k, v in read_manifest(data_dir).items() if k != "corpus"}
+    return hashlib.sha256(json.dumps(built, sort_keys=True).encode()).hexdigest()
 
 
 def check_same_data(run_dir: Path, data_dir: Path) -> None:
