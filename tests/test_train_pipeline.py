@@ -322,6 +322,9 @@ def test_data_without_held_out_examples_trains_and_writes_its_model(
     assert litebert.load(run / "model").config.hidden_size == TINY["hidden_size"]
     records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert records[-1]["step"] == 3 and not any(r.get("split") == "eval" for r in records)
+    assert json.loads((run / "eval.json").read_text()) == {"step": 3}  # so a resume knows the run is finished
+    assert main(["pretrain", "--out", str(run), "--resume", "--no-progress"]) == 2
+    assert "already at step 3 of max_steps 3" in capsys.readouterr().err
     examples = sum(json.loads((data / "manifest.json").read_text())["splits"]["train"]["shard_examples"])
     args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data), "--out", str(tmp_path / "big"),
             *FAST, "--batch-size", str(examples + 1)]  # fmt: skip

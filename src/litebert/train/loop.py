@@ -258,7 +258,7 @@ def _train(
             progress.close()
         logger.close()
     summary.steps = step
-    summary.model_dir = run.write_final(tr.model, summary.eval, env)
+    summary.model_dir = run.write_final(tr.model, summary.eval or {"step": step}, env)
     summary.elapsed_s = time.perf_counter() - t0
     summary.model = dist.unwrap(tr.model)
     return summary

@@ -6,6 +6,7 @@ RUN_DIR/
   checkpoints/       see checkpoint.py
   metrics.jsonl      see metrics.py
   model/             the final model (litebert.load-able, with the tokenizer); eval.json the final held-out eval
+                     (its step alone when the data has no held-out split)
 Every check runs before anything is written, so a refused run leaves the directory as it was.
 """
 
@@ -151,10 +152,9 @@ class RunFiles:
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)  # "model" exists only whole
         self.record_resume()
-        if eval_result:
-            tmp_eval = self.run_dir / "eval.json.tmp"
-            tmp_eval.write_text(json.dumps(eval_result, indent=2) + "\n")
-            os.replace(tmp_eval, self.run_dir / EVAL_FILE)
+        from litebert.files import write_json
+
+        write_json(eval_result, self.run_dir / EVAL_FILE)  # the step alone for data without a held-out split
         return out
 
     def record_resume(self) -> None:
