@@ -146,6 +146,11 @@ def test_last_line_without_newline_and_stray_nul_bytes(tmp_path):
     assert docs[0][0] == "Text with a stray NUL." and docs[0][-1] == "End with one." and report.skipped == 0
     assert [m.split(": ", 1)[1] for m in report.messages] == ["1 NUL byte(s) removed"] * 2
     assert report.messages[1].startswith(f"{tmp_path / 'nul.txt'}:3:")
+    both = b"ab\x00\x00 c \xff d.\n" + long.encode()  # offsets count the NULs, as the file holds them
+    (tmp_path / "both.txt").write_bytes(both)
+    report = TextReport()
+    assert list(read_documents([tmp_path / "both.txt"], report=report))[0][0] == "ab c \ufffd d."
+    assert "invalid UTF-8 at byte offset 7" in report.messages[0]
 
 
 def test_json_files_of_objects_are_json_lines_and_an_array_is_refused(tmp_path):
@@ -153,7 +158,7 @@ def test_json_files_of_objects_are_json_lines_and_an_array_is_refused(tmp_path):
     assert list(read_documents([tmp_path / "export.json"])) == [["One record."], ["Two records."]]
     (tmp_path / "array.json").write_text('[{"text": "One record."}]')
     with pytest.raises(ValueError, match=r"array.json: a JSON array; litebert streams JSON lines"):
-        list(read_documents([tmp_path / "array.json"]))
+        read_documents([tmp_path])  # at once, before any other file of the corpus is read
 
 
 def test_binary_file_is_skipped_with_its_name(tmp_path):

@@ -125,10 +125,11 @@ def read_documents(
     ValueError at the end of the stream.
     """
     files = iter_files(paths, exclude=exclude)
-    return _documents(files, report if report is not None else TextReport(), config or ReadConfig())
+    jsonl = {f for f in files if _is_jsonl(f)}  # a JSON array is refused now, not after the files before it
+    return _documents(files, jsonl, report if report is not None else TextReport(), config or ReadConfig())
 
 
-def _documents(files: list[Path], report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
+def _documents(files: list[Path], jsonl: set[Path], report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
     for path in files:
         why = _not_text(path)
         if why:
@@ -136,7 +137,7 @@ def _documents(files: list[Path], report: TextReport, cfg: ReadConfig) -> Iterat
             report.note(f"{path}: skipped, {why}")
             continue
         report.files += 1
-        reader = _jsonl_documents if _is_jsonl(path) else _text_documents
+        reader = _jsonl_documents if path in jsonl else _text_documents
         for doc in reader(path, report, cfg):
             report.documents += 1
             report.sentences += len(doc)
@@ -153,8 +154,11 @@ def _is_jsonl(path: Path) -> bool:
     suffix = format_suffix(path)
     if suffix != ".json":
         return suffix in _JSONL_SUFFIXES
-    with open_bytes(path) as f:
-        start = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    try:
+        with open_bytes(path) as f:
+            start = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    except (OSError, EOFError, zlib.error):  # unreadable: said when the file's turn comes (_not_text)
+        return False
     if start == b"[":
         raise ValueError(f"{path}: a JSON array; litebert streams JSON lines (one object per line, as .jsonl): "
                          "convert it, e.g. jq -c '.[]' file.json > file.jsonl")  # fmt: skip
@@ -181,9 +185,14 @@ def _not_text(path: Path) -> str | None:
 def _decode(data: bytes, offset: int, path: Path, report: TextReport, line: int) -> str:
     """UTF-8 decode; each invalid sequence becomes U+FFFD and is reported with its line and byte offset, and
     NUL bytes (stray in text, never meant) are removed and reported."""
-    if nuls := data.count(0):
-        report.note(f"{path}:{line}: {nuls} NUL byte(s) removed")
-        data = data.replace(b"\x00", b"")
+    text = _utf8(data, offset, path, report, line)
+    if "\x00" in text:
+        report.note(f"{path}:{line}: {text.count(chr(0))} NUL byte(s) removed")
+        text = text.replace("\x00", "")
+    return text
+
+
+def _utf8(data: bytes, offset: int, path: Path, report: TextReport, line: int) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
