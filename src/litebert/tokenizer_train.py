@@ -64,6 +64,13 @@ def _sentences(docs: Iterator[list[str]], cfg: TrainConfig, bar: tqdm, report: T
     bar.refresh()
 
 
+def _handed_over(sentences: list[str]) -> Iterator[str]:
+    """The sentences in order, each released as sentencepiece takes its copy: one copy of the sample in memory."""
+    sentences.reverse()
+    while sentences:
+        yield sentences.pop()
+
+
 def sample_sentences(sentences: Iterator[str], size: int, rng: random.Random) -> list[str]:
     """A uniform sample of at most `size` sentences (reservoir sampling, Algorithm R), every sentence when
     there are no more. Drawn here rather than by sentencepiece, whose own sample ignores its seed."""
@@ -100,7 +107,7 @@ def train_tokenizer(
         sentences = sample_sentences(read, cfg.input_sentence_size, random.Random(cfg.seed))
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=iter(sentences),
+                sentence_iterator=_handed_over(sentences),
                 model_writer=model,
                 model_type="unigram",
                 vocab_size=cfg.vocab_size,
