@@ -123,3 +123,17 @@ def test_corrupt_head_and_malformed_finetune_json_are_named(ft_cfg, tmp_path, ca
         meta.write_text(text)
         with pytest.raises(ValueError, match=message):
             load_finetuned(best)
+
+
+def test_moved_functions_still_import_from_their_old_modules():
+    import litebert.finetune
+    import litebert.finetuned
+    import litebert.tokenizer
+    import litebert.tokenizer_train
+
+    for name in ("evaluate", "predict", "load_finetuned", "Finetuned"):
+        assert getattr(litebert.finetune, name) is getattr(litebert.finetuned, name)
+    for name in ("train_tokenizer", "TrainConfig"):
+        assert getattr(litebert.tokenizer, name) is getattr(litebert.tokenizer_train, name)
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        litebert.finetune.nothing  # noqa: B018

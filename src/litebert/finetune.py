@@ -331,3 +331,12 @@ def save_finetuned(
     write_safetensors(model.head.state_dict(), directory / HEAD_FILE, {"format": "pt", "producer": "litebert"})
     meta = {"task": task, "num_outputs": get_task(task).num_outputs(state), "state": state, "config": cfg.to_dict()}
     write_json(meta, directory / META_FILE)  # atomically, as the weights beside it
+
+
+def __getattr__(name: str) -> Any:
+    """evaluate, predict, load_finetuned and Finetuned live in litebert.finetuned; importable from here too."""
+    if name in ("evaluate", "predict", "load_finetuned", "Finetuned"):
+        from litebert import finetuned
+
+        return getattr(finetuned, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

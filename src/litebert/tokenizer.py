@@ -284,3 +284,12 @@ def write_settings(tok: Tokenizer, **extra) -> None:
         **extra,
     }
     (tok.dir / SETTINGS_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def __getattr__(name: str) -> Any:
+    """train_tokenizer and TrainConfig live in litebert.tokenizer_train; importable from here too."""
+    if name in ("train_tokenizer", "TrainConfig"):
+        from litebert import tokenizer_train
+
+        return getattr(tokenizer_train, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
