@@ -47,14 +47,15 @@ def data_identity(data_dir: Path) -> str:
 def check_same_data(run_dir: Path, data_dir: Path) -> None:
     """A resumed run continues at a position in its own data; other data would be read from the wrong place."""
     try:
-        recorded = json.loads((run_dir / RUN_CONFIG).read_text()).get("data_manifest_sha256")
+        recorded = json.loads((run_dir / RUN_CONFIG).read_text()).get("data_identity")
     except (OSError, ValueError, AttributeError):
         recorded = None
     found = data_identity(data_dir)
     if recorded is not None and found != recorded:  # None: a run from before it was recorded
         raise ValueError(
             f"{data_dir.resolve() / 'manifest.json'}: not the data this run started with ({run_dir / RUN_CONFIG} "
-            f"records manifest sha256 {recorded[:12]}..., this one has {found[:12]}...); resume with the run's "
+            f"records data identity {recorded[:12]}..., this data has {found[:12]}...: the sha256 of what its "
+            "manifest says was built, corpus paths aside); resume with the run's "
             "own data (--data DIR where it was moved), or start a new run with --init-from RUN_DIR/model"
         )
 

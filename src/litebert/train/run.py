@@ -344,7 +344,7 @@ def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir
     config = {
         "model": mcfg.to_dict(), "train": cfg.to_dict(),
         "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,  # for a resume from anywhere
-        "data_manifest_sha256": data_identity(Path(data_dir)) if data_dir is not None else None,
+        "data_identity": data_identity(Path(data_dir)) if data_dir is not None else None,
         "init_from": str(run.init_from) if run.init_from is not None else None,
     }  # fmt: skip
     write_json(config, run.run_dir / RUN_CONFIG)
