@@ -307,6 +307,10 @@ def test_embedded_default_model_fields_shape_only_the_default_preset(data_dir: P
     assert base.hidden_dropout == base.attention_dropout == litebert.preset("albert-base").hidden_dropout == 0.1
     asked = _model_config(PretrainJob(preset="albert-base", model={"hidden_dropout": 0.0}), data_dir)
     assert asked.hidden_dropout == 0.0
+    # model fields for the default preset go over the default's own: a layer count keeps it dropout-free
+    fewer = _model_config(PretrainJob(model={"num_layers": 2}), data_dir)
+    assert (fewer.num_layers, fewer.hidden_dropout, fewer.attention_dropout) == (2, 0.0, 0.0)
+    assert _model_config(PretrainJob(model={"hidden_dropout": 0.2}), data_dir).hidden_dropout == 0.2
 
 
 def test_data_without_held_out_examples_trains_and_writes_its_model(

@@ -275,9 +275,11 @@ def _model_overrides(job: PretrainJob) -> dict[str, Any]:
 
 
 def _model_fields(job: PretrainJob) -> dict[str, Any]:
-    """Fields over the preset: the user's, or for the default preset the embedded default's (no encoder
-    dropout); another preset chosen without model fields keeps its own dropout."""
-    return job.model if job.model != DEFAULT_MODEL or job.preset == DEFAULT_PRESET else {}
+    """Fields over the preset: for the default preset the user's over the embedded default's (no encoder
+    dropout); another preset keeps its own dropout unless the user's fields set it."""
+    if job.preset == DEFAULT_PRESET:
+        return {**DEFAULT_MODEL, **job.model}
+    return job.model if job.model != DEFAULT_MODEL else {}
 
 
 def _plots(out: Path) -> list[Path]:
