@@ -242,3 +242,15 @@ def test_a_file_without_blank_lines_is_cut_into_window_sized_documents(tokenizer
         for objective, window in (("none", 20_000), ("sop", 200_000)):
             build([flat], tokenizer_dir, tmp_path / objective, _config(window_chars=window, eval_fraction=0.0,
                   objective=objective), read_config=ReadConfig(split=False), progress=False)  # fmt: skip
+
+
+def test_cli_warnings_say_what_happened_not_which_line_said_it(corpus, tokenizer_dir, tmp_path):
+    import subprocess
+    import sys
+
+    cli = "import sys; from litebert.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = ["data", "build", str(corpus[0]), "--tokenizer", str(tokenizer_dir), "--out", str(tmp_path / "d"),
+            "--eval-fraction", "0.01", "--max-seq-length", "64"]  # fmt: skip
+    err = subprocess.run([sys.executable, "-c", cli, *argv], capture_output=True, text=True, check=True).stderr
+    assert "litebert data: warning: " in err and "the held-out split is empty" in err
+    assert "UserWarning" not in err and ".py:" not in err

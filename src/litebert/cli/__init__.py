@@ -10,6 +10,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 from litebert.allocator import keep_freed_memory
 
@@ -28,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     keep_freed_memory()  # this process is ours: reuse freed tensors' pages (litebert.allocator)
+    formatwarning = warnings.formatwarning
+    warnings.formatwarning = lambda message, category, *_: f"litebert {args.command}: warning: {message}\n"
     try:
         return int(args.func(args) or 0)
     except (ValueError, OSError, KeyError) as exc:  # OSError: a path that cannot be read or written
@@ -39,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: no traceback; what was finished is kept (builds and runs resume)
         print(f"litebert {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = formatwarning  # a warning says what happened, not which line of litebert said it
 
 
 if __name__ == "__main__":
