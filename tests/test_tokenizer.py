@@ -232,7 +232,10 @@ def test_train_cli_and_errors(tmp_path, shared_data, capsys):
     full = train_tokenizer([ko], tmp_path / "full", config=TrainConfig(vocab_size=500))
     assert sampled.vocab_size == 500 and sampled.checksum != full.checksum
     assert main(["tokenizer", "train", str(ko), "--vocab-size", "90000", "--out", str(out)]) == 2
-    assert "Vocabulary size too high" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Vocabulary size too high" in err and "375 sentences read from 1 file(s)" in err
+    assert main(["tokenizer", "train", str(ko.parent), "--vocab-size", "90000", "--out", str(out)]) == 2
+    assert "sentences read from 11 file(s)" in capsys.readouterr().err  # a directory: its files are counted
     with pytest.raises(ValueError, match="TrainConfig.character_coverage"):
         TrainConfig(character_coverage=0.5)
     with pytest.raises(ValueError, match="TrainConfig.input_sentence_size"):

@@ -126,7 +126,7 @@ def train_tokenizer(
             )
         except RuntimeError as exc:  # e.g. "Vocabulary size is too high": say which corpus and setting
             notes = f"; {report.messages[-1]}" if report.messages else ""
-            msg = f"sentencepiece training failed ({report.sentences:,} sentences read from {len(inputs)} inputs"
+            msg = f"sentencepiece training failed ({report.sentences:,} sentences read from {report.files:,} file(s)"
             raise ValueError(f"{msg}{notes}): {exc}") from exc
     proto = _finalize_model(model.getvalue())
     out.mkdir(parents=True, exist_ok=True)  # only now: a failed training leaves no empty directory
