@@ -331,3 +331,6 @@ def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, c
     assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "x.npy"),
                  "--batch-size", "0"]) == 2  # fmt: skip
     assert "batch_size (--batch-size) must be a positive integer, got 0" in capsys.readouterr().err
+    assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "x.npy"),
+                 "--max-seq-length", "600"]) == 2  # fmt: skip
+    assert "max_seq_length 600 (--max-seq-length) exceeds the model's 128 positions" in capsys.readouterr().err

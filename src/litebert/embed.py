@@ -51,7 +51,11 @@ def embed_texts(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size (--batch-size) must be a positive integer, got {batch_size!r}")
     backbone = getattr(backbone, "albert", backbone)
-    max_len = min(max_seq_length or backbone.config.max_position, backbone.config.max_position)
+    positions = backbone.config.max_position
+    max_len = max_seq_length or positions
+    if max_len > positions:
+        raise ValueError(f"max_seq_length {max_len} (--max-seq-length) exceeds the model's {positions} positions "
+                         "(max_position); longer texts are embedded as several windows anyway")  # fmt: skip
     if max_len < 3:
         raise ValueError(f"max_seq_length must be at least 3 ([CLS] + one token + [SEP]), got {max_len}")
     was_training = backbone.training
