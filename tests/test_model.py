@@ -252,6 +252,8 @@ def test_sequence_longer_than_max_position_is_named():
         model(_ids(t=10))
     with pytest.raises(ValueError, match=r"input_ids hold 97, outside \[0, 97\)"):
         model(torch.tensor([[5, 97]]))
+    with pytest.raises(ValueError, match=r"input_ids of shape \(2, 0\) hold no tokens"):
+        model(torch.zeros(2, 0, dtype=torch.long))  # a bare IndexError in the pooler otherwise
     with pytest.raises(ValueError, match=r"token_type_ids hold 2, outside \[0, 2\)"):
         model(torch.tensor([[5, 6]]), token_type_ids=torch.tensor([[0, 2]]))
     with pytest.raises(ValueError, match=r"masked_labels \(1, 2\) do not match the MLM logits \(1, 3\)"):

@@ -18,7 +18,9 @@ class ModelConfig:
     """Shape of an ALBERT (or BERT baseline) encoder and its pretraining heads.
 
     Cross-layer sharing follows the official code: `num_hidden_groups` parameter groups, layer i uses group
-    int(i / (num_layers / num_hidden_groups)), each group holds `inner_group_num` blocks. `sharing` picks which
+    int(i / (num_layers / num_hidden_groups)) (transformers' expression, which checkpoints exchanged with it
+    need; the official int(i / num_layers * num_hidden_groups) differs by float rounding in rare cases), each
+    group holds `inner_group_num` blocks. `sharing` picks which
     parts of a block are shared across the layers of a group: both ("all"), only attention, only the FFN, or
     nothing ("none", every layer owns its block: BERT). `embedding_projection` decides whether the E->H
     projection exists when E == H: the official code has none (so BERT baselines count as the paper does),

@@ -97,6 +97,8 @@ def check_ids(input_ids: torch.Tensor, token_type_ids: torch.Tensor, config: Mod
     checked on CPU only: on a GPU (and inside torch.compile) reading them back would stall the step."""
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+    if input_ids.shape[1] == 0:
+        raise ValueError(f"input_ids of shape {tuple(input_ids.shape)} hold no tokens: a sequence needs at least [CLS]")
     if input_ids.shape[1] > config.max_position:
         raise ValueError(f"sequence length {input_ids.shape[1]} exceeds the model's max_position {config.max_position}")
     if input_ids.device.type != "cpu" or torch.compiler.is_compiling() or not input_ids.numel():
@@ -235,7 +237,8 @@ class FeedForward(nn.Module):
 def layer_schedule(config: ModelConfig) -> list[tuple[int, int]]:
     """For every block applied in depth order, the index of the attention and of the FFN parameters it uses.
 
-    With sharing "all", the official grouping holds: layer i uses group int(i / (L / groups)) and runs that
+    With sharing "all", layer i uses group int(i / (L / groups)), transformers' expression (the official
+    int(i / L * groups) rounds differently in rare cases: L = groups = 22, layer 15), and runs that
     group's `inner_group_num` blocks in turn, so a group's blocks are numbered g * inner + j. "attention" and
     "ffn" share one module of that kind across all layers and give every layer its own other half (the
     paper's Table 5); "none" gives every layer its own block (BERT).
