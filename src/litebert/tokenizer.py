@@ -156,9 +156,7 @@ class Tokenizer:
         if ids_b is None:
             ids_a = ids_a[: max(0, max_len - 2)]
             return Encoding([self.cls_id, *ids_a, self.sep_id], [0] * (len(ids_a) + 2))
-        budget = max(0, max_len - 3)
-        while len(ids_a) + len(ids_b) > budget:
-            (ids_a if len(ids_a) > len(ids_b) else ids_b).pop()
+        truncate_pair(ids_a, ids_b, max(0, max_len - 3))
         ids = [self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
         return Encoding(ids, [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1))
 
@@ -247,6 +245,20 @@ def _split_digit_comma_offsets(tok: Tokenizer, ids: list[int], offsets: list[tup
             out_ids.append(i)
             out_offsets.append((s, e))
     return out_ids, out_offsets
+
+
+def truncate_pair(a: list[int], b: list[int] | None, max_tokens: int) -> int:
+    """Trim the longer of the two segments from its end until both fit; returns tokens removed.
+
+    The official run_classifier.py `_truncate_seq_pair` rule, for `encode_pair` and every task's features: one
+    token at a time from the longer sequence.
+    """
+    removed = 0
+    while len(a) + (len(b) if b else 0) > max_tokens:
+        longer = b if b and len(b) >= len(a) else a  # a tie trims b, as _truncate_seq_pair does
+        longer.pop()
+        removed += 1
+    return removed
 
 
 def _read_settings(directory: Path) -> dict[str, Any]:

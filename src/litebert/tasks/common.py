@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from litebert.files import format_suffix, open_bytes
+from litebert.tokenizer import truncate_pair
 
 
 class TokenizerLike(Protocol):
@@ -185,19 +186,6 @@ def _header_problem(header: list[str], delimiter: str) -> str:
             "are read by the squad and multiple-choice tasks"
         )
     return f"the header has {preview(repr(header))} (--text-columns and --label-column name the columns to read)"
-
-
-def truncate_pair(a: list[int], b: list[int] | None, max_tokens: int) -> int:
-    """Trim the longer of the two segments from its end until both fit; returns tokens removed.
-
-    The official run_classifier.py `_truncate_seq_pair` rule: one token at a time from the longer sequence.
-    """
-    removed = 0
-    while len(a) + (len(b) if b else 0) > max_tokens:
-        longer = b if b and len(b) >= len(a) else a  # a tie trims b, as _truncate_seq_pair does
-        longer.pop()
-        removed += 1
-    return removed
 
 
 def pack_pair(
