@@ -1,5 +1,5 @@
 """What a pretraining run reads must fit together: the data with the model and tokenizer, the same data on
-resume (its manifest's sha256 in run_config.json), and a --tokenizer that extends an --init-from model's own
+resume (its identity, recorded in run_config.json), and a --tokenizer that extends an --init-from model's own
 (old ids keep their pieces)."""
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from litebert.config import ModelConfig
+from litebert.config import ModelConfig, read_json
 from litebert.data.shards import TOKENIZER_DIR
+from litebert.files import write_json
 from litebert.train import dist
 from litebert.train.checkpoint import (
     checkpoint_dir,
@@ -152,8 +153,6 @@ class RunFiles:
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)  # "model" exists only whole
         self.record_resume()
-        from litebert.files import write_json
-
         write_json(eval_result, self.run_dir / EVAL_FILE)  # the step alone for data without a held-out split
         return out
 
@@ -162,9 +161,6 @@ class RunFiles:
         into run_config.json once the resumed run has saved something, past every check that could refuse it, so
         the next plain --resume continues the run as it is, not as it started (rank 0)."""
         if self.resumed_with:
-            from litebert.config import read_json
-            from litebert.files import write_json
-
             write_json({**read_json(self.run_dir / RUN_CONFIG), **self.resumed_with}, self.run_dir / RUN_CONFIG)
             self.resumed_with = None
 
@@ -187,7 +183,6 @@ def finished_at(run_dir: Path, ckpt: Path, step: int) -> bool:
 
 def _write_model(directory: Path, state: dict, config: ModelConfig, tokenizer_dir: Path | None) -> None:
     """The same layout as `litebert.save`, from a (possibly gathered) state dict."""
-    from litebert.files import write_json
     from litebert.weights import CONFIG_FILE, WEIGHTS_FILE, copy_tokenizer, write_safetensors
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -321,8 +316,6 @@ def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig) -> Path:
 
 
 def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any) -> None:
-    from litebert.files import write_json
-
     run.run_dir.mkdir(parents=True, exist_ok=True)
     run.lock_dir()  # before anything is written into it
     stale = [p for p in (run.run_dir / METRICS_FILE, checkpoint_dir(run.run_dir)) if p.exists()]
