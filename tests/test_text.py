@@ -114,6 +114,22 @@ def test_korean_constitution_crlf(shared_data):
     assert report.invalid_bytes == 0 and report.sentences == len(sents) > 300
 
 
+@pytest.mark.parametrize("suffix", [".txt", ".txt.gz"])
+def test_cr_only_line_ends_are_lines(tmp_path, suffix):
+    lf = "Line one here.\nLine two here.\n\nA new document \xe9.\nBad \udcff byte.\n"
+    data = lf.encode("utf-8", "surrogateescape")
+    paths = {}
+    for name, ends in (("lf", data), ("cr", data.replace(b"\n", b"\r"))):
+        paths[name] = tmp_path / f"{name}{suffix}"
+        paths[name].write_bytes(gzip.compress(ends) if suffix.endswith(".gz") else ends)
+    reports = {name: TextReport() for name in paths}
+    docs = {name: list(read_documents([p], report=reports[name], config=ReadConfig(split=False)))
+            for name, p in paths.items()}  # fmt: skip
+    expected = [["Line one here.", "Line two here."], ["A new document \xe9.", "Bad \ufffd byte."]]
+    assert docs["cr"] == docs["lf"] == expected
+    assert [m.split(":", 1)[1] for m in reports["cr"].messages] == [m.split(":", 1)[1] for m in reports["lf"].messages]
+
+
 def test_invalid_utf8_is_replaced_counted_and_located(tmp_path):
     path = tmp_path / "bad.txt"
     path.write_bytes(b"Good start here.\nBroken \xff\xfe bytes. Then more.\n")

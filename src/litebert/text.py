@@ -10,6 +10,7 @@ bytes (replaced, counted with file and byte offset in a `TextReport`) and splits
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import logging
 import os
@@ -220,6 +221,21 @@ def _split_incomplete(data: bytes) -> tuple[bytes, bytes]:
     return data, b""
 
 
+class _CrAsLf(io.RawIOBase):
+    """A file whose lines end in CR alone, read with each CR as LF: byte for byte, so offsets still hold."""
+
+    def __init__(self, f: io.BufferedIOBase) -> None:
+        self.f = f
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.f.read(len(buffer)).replace(b"\r", b"\n")
+        buffer[: len(data)] = data
+        return len(data)
+
+
 def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, str, bool]]:
     """Yield (line number, text, complete): a line longer than `chunk` bytes comes in several pieces."""
     line_no, pos, carry, complete = 1, 0, b"", True
@@ -228,6 +244,10 @@ def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, st
             f.seek(0)
         else:
             pos = 3
+        head = f.read(8192)
+        f.seek(pos)
+        if b"\r" in head and b"\n" not in head:  # classic Mac OS line ends: CR alone
+            f = io.BufferedReader(_CrAsLf(f))
         while True:
             try:
                 data = f.readline(chunk)
