@@ -243,6 +243,11 @@ def test_missing_path_and_empty_corpus(tmp_path):
         list(read_documents([tmp_path / "empty.txt"]))
     with pytest.raises(ValueError, match="ReadConfig.documents"):
         ReadConfig(documents="paragraph")
+    for code in ("en", "ko", "pt-BR", "zh_Hant"):
+        assert ReadConfig(language=code).language == code
+    for name in ("korean", "English", "", "e"):  # sentencex would fall back to English without a word
+        with pytest.raises(ValueError, match=r"ReadConfig.language \(--language\) must be a language code"):
+            ReadConfig(language=name)
 
 
 def test_ten_megabyte_line_without_newline(tmp_path):

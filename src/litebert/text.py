@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import os
+import re
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,9 @@ class ReadConfig:
             raise ValueError(f"ReadConfig.max_document_chars must be >= 1024, got {self.max_document_chars}")
         if not self.text_field:
             raise ValueError("ReadConfig.text_field must be a non-empty field name")
+        if self.language is not None and not re.fullmatch(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*", self.language):
+            raise ValueError(f"ReadConfig.language (--language) must be a language code such as en, ko, ja or "
+                             f"pt-BR, got {self.language!r}")  # fmt: skip
         if self.wraps_split_words and not (self.join_lines or self.blank_lines_wrap):
             raise ValueError("ReadConfig.wraps_split_words (--wraps-split-words) needs join_lines (--join-lines) "
                              "or blank_lines_wrap (--blank-lines-wrap): without them no line is joined")  # fmt: skip
