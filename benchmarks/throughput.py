@@ -34,9 +34,9 @@ import transformers  # noqa: E402
 import litebert  # noqa: E402
 from litebert import hf  # noqa: E402
 from litebert.allocator import keep_freed_memory  # noqa: E402
-from litebert.train.loop import native_bf16  # noqa: E402
 from litebert.train.metrics import train_flops_per_sequence  # noqa: E402
 from litebert.train.optim import Lamb  # noqa: E402
+from litebert.train.precision import native_bf16  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

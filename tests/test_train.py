@@ -207,7 +207,7 @@ def test_bf16_autocast_trains_on_cpu(tmp_path: Path) -> None:
     ],
 )
 def test_auto_precision_is_bf16_only_where_the_cpu_has_bf16_units(monkeypatch, caps, native) -> None:  # noqa: ANN001
-    from litebert.train.loop import native_bf16, resolve_precision
+    from litebert.train.precision import native_bf16, resolve_precision
 
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: caps)
     cpu = torch.device("cpu")
@@ -223,9 +223,9 @@ def test_auto_precision_is_bf16_only_where_the_cpu_has_bf16_units(monkeypatch, c
 
 @pytest.mark.parametrize("native", [False, True])
 def test_a_run_saves_the_precision_auto_resolved_to(tmp_path: Path, monkeypatch, native: bool) -> None:  # noqa: ANN001
-    import litebert.train.loop
+    import litebert.train.precision
 
-    monkeypatch.setattr(litebert.train.loop, "native_bf16", lambda device: native)
+    monkeypatch.setattr(litebert.train.precision, "native_bf16", lambda device: native)
     summary = run(tmp_path / "auto", precision="auto", max_steps=2, save_every=2)
     saved = json.loads((summary.run_dir / "run_config.json").read_text())["train"]
     assert saved["precision"] == ("bf16" if native else "fp32")

@@ -215,7 +215,7 @@ def test_embedded_default_runs_end_to_end_on_the_packaged_corpus(tmp_path: Path)
     import torch
 
     from litebert.pipeline import PACKAGED_CORPUS
-    from litebert.train.loop import native_bf16
+    from litebert.train.precision import native_bf16
 
     assert len(list(PACKAGED_CORPUS.glob("chapter_*.txt"))) == 135 == len(list(PACKAGED_CORPUS.iterdir()))
     short = tmp_path / "short.json"

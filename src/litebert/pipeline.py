@@ -19,7 +19,7 @@ from litebert.data import DataConfig
 from litebert.text import ReadConfig
 from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
-from litebert.train.loop import resolve_precision
+from litebert.train.precision import resolve_precision
 from litebert.train.run import RUN_CONFIG, RunFiles, check_init_tokenizer, finished_at, run_started
 
 PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus" / "moby-dick"  # the chapters, not the README

@@ -32,7 +32,7 @@ def evaluate(
     so `eval_sop_majority_acc` is the SOP accuracy of always answering the more frequent label.
     Under DDP pass the unwrapped model (no collectives in its forward); under FSDP the sharded one.
     """
-    from litebert.train.loop import autocast
+    from litebert.train.precision import autocast
 
     env = env or dist.DistEnv()
     was_training = model.training

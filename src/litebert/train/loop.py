@@ -27,6 +27,7 @@ from litebert.train.config import TrainConfig
 from litebert.train.evaluate import evaluate
 from litebert.train.metrics import MetricsLogger, read_metrics, train_flops_per_sequence
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
+from litebert.train.precision import autocast, resolve_precision
 from litebert.train.run import RunFiles, open_run, save_training_state
 
 
@@ -62,47 +63,6 @@ class _Trainer:
 
     def autocast(self) -> contextlib.AbstractContextManager:
         return autocast(self.cfg.precision, self.env.device)
-
-
-def native_bf16(device: torch.device) -> bool:
-    """Whether `device` multiplies bf16 matrices in hardware: a CUDA GPU that supports bf16, or a CPU with
-    AVX512-BF16 or AMX (elsewhere, oneDNN's check for its own bf16 kernels). Without them torch's bf16 matmul is a
-    reference loop: 0.3-1.4 GFLOP/s against 110 in fp32 on a 2-core AVX2 AMD EPYC, so a bf16 step is ~10x slower."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    if device.type != "cpu":
-        return True
-    caps = torch.cpu.get_capabilities()
-    if "avx512_bf16" in caps:  # an x86 CPU (cpuinfo lists x86 features there only)
-        return bool(caps["avx512_bf16"] or caps.get("amx_bf16"))
-    try:  # ARM and others: whether oneDNN has bf16 kernels for this CPU
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):  # a build without oneDNN
-        return False
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """The precision a run uses: "auto" is bf16 where the device has bf16 units and fp32 elsewhere; an explicit
-    bf16 on a device without them is kept (its numerics may be what the user wants) with a warning."""
-    if precision == "auto":
-        return "bf16" if native_bf16(device) else "fp32"
-    if precision == "bf16" and not native_bf16(device):
-        warnings.warn(
-            f"TrainConfig.precision 'bf16' on a {device.type} without bf16 units (on a CPU: no AVX512-BF16 or AMX): "
-            "torch emulates its bf16 matmuls there, on such CPUs in a reference kernel often 10x slower than fp32; "
-            "--precision fp32 or auto is faster here", stacklevel=2,
-        )  # fmt: skip
-    return precision
-
-
-def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
-    """bf16 autocast on CPU or GPU; fp16 (GPU only, with a GradScaler); fp32 runs as is."""
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    if precision == "fp16" and device.type != "cuda":
-        raise ValueError("TrainConfig.precision 'fp16' needs a CUDA device; use 'bf16' on CPU")
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device.type, dtype=dtype)
 
 
 def pretrain(
@@ -396,4 +356,4 @@ def _progress(cfg: TrainConfig, env: dist.DistEnv, step: int) -> Any:
     return tqdm(total=cfg.max_steps, initial=step, desc="pretrain", unit="step", dynamic_ncols=True)
 
 
-__all__ = ["NonFiniteLossError", "TrainSummary", "autocast", "pretrain"]
+__all__ = ["NonFiniteLossError", "TrainSummary", "pretrain"]

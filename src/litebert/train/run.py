@@ -47,6 +47,7 @@ from litebert.train.inputs import (
     extends,
 )
 from litebert.train.metrics import METRICS_FILE
+from litebert.train.precision import check_precision
 from litebert.vocab import resize_model_vocab
 
 LOCK_FILE = ".lock"
@@ -224,8 +225,7 @@ def open_run(
     data_dir: str | Path | None, resume: bool, init_from: str | Path | None, tokenizer_dir: str | Path | None,
 ) -> RunFiles:  # fmt: skip
     """Check everything on rank 0, then set up RUN_DIR; every rank gets the same answer or the same error."""
-    if train_config.precision == "fp16" and env.device.type != "cuda":  # before anything is written
-        raise ValueError("TrainConfig.precision 'fp16' needs a CUDA device; use 'bf16' on CPU")
+    check_precision(train_config.precision, env.device)  # before anything is written
     result: Any = None
     if env.is_main:
         try:
