@@ -287,6 +287,25 @@ def test_bad_paths_are_named_and_leave_nothing_behind(tmp_path: Path, data_dir: 
         assert "'fp16' needs a CUDA device" in capsys.readouterr().err and not run.exists()
 
 
+def test_a_corpus_run_is_refused_before_its_tokenizer_and_data_are_made(tmp_path: Path, shared_data: Path,
+                                                                       capsys) -> None:  # noqa: ANN001  # fmt: skip
+    corpus = str(shared_data / "corpora" / "moby-dick" / "chapter_1.txt")
+    bad_model = tmp_path / "job.json"
+    bad_model.write_text(json.dumps({"model": {"hidden_size": 30, "num_heads": 4}}))
+    refusals = {
+        "--init-from": (["--init-from", str(tmp_path / "nope")], "nope"),
+        "model fields": (["--config", str(bad_model)], "hidden_size"),
+    }
+    if not torch.cuda.is_available():
+        refusals["fp16"] = (["--precision", "fp16"], "'fp16' needs a CUDA device")
+    for name, (flags, message) in refusals.items():
+        run = tmp_path / name
+        args = ["pretrain", "--corpus", corpus, "--vocab-size", "300", "--out", str(run), *flags, *FAST]
+        assert main(args) == 2
+        assert message in capsys.readouterr().err
+        assert not run.exists(), name  # refused before a tokenizer was trained into RUN_DIR/prep
+
+
 def test_data_dir_carries_its_tokenizer_and_a_failed_start_can_be_rerun(tmp_path: Path, data_dir: Path,
                                                                          tokenizer_dir: Path) -> None:  # fmt: skip
     assert (data_dir / "tokenizer" / "spiece.model").read_bytes() == (tokenizer_dir / "spiece.model").read_bytes()

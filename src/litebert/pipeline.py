@@ -19,7 +19,7 @@ from litebert.data import DataConfig
 from litebert.text import ReadConfig
 from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
-from litebert.train.precision import resolve_precision
+from litebert.train.precision import check_precision, resolve_precision
 from litebert.train.run import RUN_CONFIG, RunFiles, check_init_tokenizer, finished_at, run_started
 
 PACKAGED_CORPUS = Path(__file__).resolve().parent / "corpus" / "moby-dick"  # the chapters, not the README
@@ -152,6 +152,8 @@ def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
     error = None
     if env.is_main:  # tokenizer training and data building write files: rank 0 alone
         try:
+            check_precision(job.train.precision, env.device)  # refusals before hours of preparing: the
+            _model_config(job, None)  # device's, and the model's (init_from found, valid fields)
             _prepare(job, out)
         except (ValueError, OSError) as exc:  # raised on every rank, not as a lost connection on the others
             error = exc
@@ -190,21 +192,26 @@ def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[
     return tokenizer, data_dir
 
 
-def _model_config(job: PretrainJob, data_dir: Path) -> ModelConfig:
+def _model_config(job: PretrainJob, data_dir: Path | None) -> ModelConfig:
+    """The model to train: init_from's, or the preset with the job's fields, sized to the data; with no data yet
+    (a check before preparing it), to the tokenizer's vocab_size and the data config's sequence length."""
     from litebert.data import read_manifest
     from litebert.weights import load_config
 
-    manifest = read_manifest(data_dir)
+    if data_dir is None:
+        vocab, seq = job.vocab_size, job.data.max_seq_length
+    else:
+        manifest = read_manifest(data_dir)
+        vocab = int(manifest.get("vocab_size", 0))
+        seq = int(manifest.get("settings", manifest).get("max_seq_length", 0) or 0)
     if job.init_from is not None:
         if _model_overrides(job):
             raise ValueError("config: 'model' overrides cannot be combined with init_from (its config is used)")
         config = load_config(job.init_from)
-        vocab = int(manifest.get("vocab_size", 0))
         if vocab > config.vocab_size:  # a vocabulary grown by `tokenizer add-words`: the model grows with it
             config = dataclasses.replace(config, vocab_size=vocab)
         return config
-    seq = int(manifest.get("settings", manifest).get("max_seq_length", 0) or 0)
-    fields = {"vocab_size": int(manifest["vocab_size"])}
+    fields = {"vocab_size": vocab}
     if seq:
         fields["max_position"] = max(seq, preset(job.preset).max_position)
     return preset(job.preset, **{**fields, **_model_fields(job)})
