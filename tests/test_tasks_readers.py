@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,22 @@ def test_a_file_without_header_is_read_by_column_positions(tmp_path):
     with pytest.raises(ValueError, match="cola.tsv: line 2: expected 4 fields, found 3"):
         cola.write_text("gj04\t1\t\tFine.\ngj04\t0\tShort.\n")
         read_labeled_table(cola, ("3",), "1")
+
+
+def test_a_header_read_by_column_positions_is_pointed_out(tmp_path):
+    path = tmp_path / "sst.tsv"  # a header row, but the columns given by position
+    path.write_text("sentence\tlabel\ngood film\t1\nbad film\t0\nfine film\t1\n")
+    with pytest.warns(UserWarning, match=r"sst.tsv: line 1's label 'label' occurs on no other line \(a header row\?"):
+        rows = read_labeled_table(path, ("0",), "1")
+    assert [r.label for r in rows] == ["label", "1", "0", "1"]  # read as asked: the warning says why it is odd
+    with pytest.raises(ValueError, match=r"sst.tsv: line 1: label 'label' is not a number \(a header row\?"):
+        read_labeled_table(path, ("0",), "1", regression=True)
+    path.write_text("good film\t1\nbad film\t0\nfine film\t1\nok film\t0\n")  # no header: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(read_labeled_table(path, ("0",), "1")) == 4
+        path.write_text("sentence\tlabel\ngood film\tpos\nbad film\tneg\nfine film\tpos\n")
+        assert len(read_labeled_table(path, ("sentence",), "label")) == 3  # named columns: the header is a header
 
 
 def test_short_rows_holding_the_needed_columns_and_an_empty_file(tmp_path):

@@ -9,6 +9,7 @@ file, line and label rather than a silently wrong index.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ import numpy as np
 from litebert.tasks.base import TaskData
 from litebert.tasks.common import Report, TokenizerLike, pack_pair, preview, read_table
 from litebert.tasks.metrics import classification_metrics, regression_metrics
+
+_HEADER_HINT = (" (a header row? columns given by position read every line as data: name them by the header's "
+                "names instead, e.g. --text-columns sentence --label-column label)")  # fmt: skip
 
 
 @dataclass
@@ -46,7 +50,8 @@ def read_labeled_table(
                 try:
                     label = float(raw)
                 except ValueError:
-                    raise ValueError(f"{path}: line {line}: label {preview(raw)!r} is not a number") from None
+                    hint = _HEADER_HINT if line == 1 else ""
+                    raise ValueError(f"{path}: line {line}: label {preview(raw)!r} is not a number{hint}") from None
                 if not math.isfinite(label):
                     raise ValueError(f"{path}: line {line}: label {raw!r} is not a finite number")
             elif not raw:
@@ -56,6 +61,11 @@ def read_labeled_table(
         out.append(TextExample(texts=tuple(row[c] for c in text_columns), label=label, line=line))
     if not out:
         raise ValueError(f"{path}: no examples")
+    positional = all(c.isdigit() for c in (*text_columns, label_column or "0"))
+    first_is_unique = len(out) > 2 and sum(ex.label == out[0].label for ex in out) == 1
+    if positional and label_column and not regression and out[0].line == 1 and first_is_unique:
+        label = preview(str(out[0].label))  # a class of one, on line 1: a header read as data?
+        warnings.warn(f"{path}: line 1's label {label!r} occurs on no other line{_HEADER_HINT}", stacklevel=2)
     return out
 
 
