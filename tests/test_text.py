@@ -235,6 +235,15 @@ def test_bz2_corpora_are_read_and_a_cut_one_is_named(tmp_path):
         list(read_documents([cut]))
 
 
+def test_one_path_given_alone_is_one_path(tmp_path):
+    (tmp_path / "a.txt").write_text("One sentence here. Two here.\n")
+    for one in (str(tmp_path / "a.txt"), tmp_path / "a.txt"):  # not a sequence of one-letter paths
+        assert list(read_documents(one)) == [["One sentence here.", "Two here."]]
+    assert prepare(str(tmp_path / "a.txt"), tmp_path / "out.txt").sentences == 2
+    with pytest.raises(ValueError, match="the output is also an input"):
+        prepare(str(tmp_path / "out.txt"), tmp_path / "out.txt")
+
+
 def test_missing_path_and_empty_corpus(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         read_documents([tmp_path / "nope.txt"])

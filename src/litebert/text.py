@@ -97,12 +97,20 @@ class TextReport:
         )
 
 
-def iter_files(paths: Sequence[str | Path], *, exclude: Sequence[str | Path] = ()) -> list[Path]:
+Paths = str | os.PathLike | Sequence[str | os.PathLike]  # one path, or several
+
+
+def path_list(paths: Paths) -> list[Path]:
+    """One path given alone (a str is a path here, not a sequence of one-letter paths), or several."""
+    return [Path(paths)] if isinstance(paths, str | os.PathLike) else [Path(p) for p in paths]
+
+
+def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = ()) -> list[Path]:
     """Expand files and directories (recursively, sorted, hidden entries left out); missing paths raise.
     Files at or under an `exclude` path (a command's own output, when written inside its input) are left out."""
     files: list[Path] = []
     skip = [Path(p).resolve() for p in exclude]
-    for raw in paths:
+    for raw in path_list(paths):
         path = Path(raw)
         if path.is_dir():
             for root, dirs, names in os.walk(path):
@@ -118,7 +126,7 @@ def iter_files(paths: Sequence[str | Path], *, exclude: Sequence[str | Path] = (
 
 
 def read_documents(
-    paths: Sequence[str | Path],
+    paths: Paths,
     *,
     report: TextReport | None = None,
     config: ReadConfig | None = None,
@@ -364,14 +372,14 @@ def _paragraph(text: str, cfg: ReadConfig) -> list[str]:
     return split_sentences(text, cfg.language)
 
 
-def prepare(paths: Sequence[str | Path], out: str | Path, *, config: ReadConfig | None = None) -> TextReport:
+def prepare(paths: Paths, out: str | Path, *, config: ReadConfig | None = None) -> TextReport:
     """Write the official format (one sentence per line, blank line between documents) to `out`."""
     report = TextReport()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.is_dir():
         raise IsADirectoryError(f"{out}: is a directory; --out names the file to write")
-    if any(Path(p).resolve() == out.resolve() for p in paths):
+    if any(p.resolve() == out.resolve() for p in path_list(paths)):
         raise ValueError(f"{out}: the output is also an input; write it elsewhere")
     tmp = out.with_name(out.name + ".tmp")
     opener = gzip.open if out.suffix == ".gz" else open

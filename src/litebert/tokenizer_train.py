@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -15,7 +15,7 @@ import sentencepiece as spm
 from tqdm import tqdm
 
 from litebert.normalize import Normalizer
-from litebert.text import ReadConfig, TextReport, read_documents
+from litebert.text import Paths, ReadConfig, TextReport, read_documents
 from litebert.tokenizer import DIGIT_COMMA, MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
 
 
@@ -84,7 +84,7 @@ def sample_sentences(sentences: Iterator[str], size: int, rng: random.Random) ->
 
 
 def train_tokenizer(
-    inputs: Sequence[str | Path],
+    inputs: Paths,
     out_dir: str | Path,
     *,
     vocab_size: int | None = None,

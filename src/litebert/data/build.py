@@ -22,7 +22,7 @@ import json
 import time
 import warnings
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import get_all_start_methods, get_context
@@ -50,7 +50,7 @@ from litebert.data.shards import (
 )
 from litebert.files import write_json
 from litebert.sentences import split_sentences
-from litebert.text import ReadConfig, iter_files, read_documents
+from litebert.text import Paths, ReadConfig, iter_files, read_documents
 from litebert.weights import copy_tokenizer
 
 STATE = "build_state.json"
@@ -140,7 +140,7 @@ def _results(windows: Iterator[list[list[str]]], skip: set[int], workers: int, i
             yield j, (fut.result() if fut else None)
 
 
-def _identity(corpus: Sequence[str | Path], tok, config: DataConfig, read: ReadConfig, out: Path) -> dict:
+def _identity(corpus: Paths, tok, config: DataConfig, read: ReadConfig, out: Path) -> dict:
     stats = [(p, p.stat()) for p in iter_files(corpus, exclude=[out])]
     return {
         "format_version": FORMAT_VERSION,
@@ -221,7 +221,7 @@ def _resume_plan(out: Path, known: list[dict]) -> tuple[set[int], dict[str, int]
 
 
 def build(
-    corpus: Sequence[str | Path],
+    corpus: Paths,
     tokenizer_dir: str | Path,
     out_dir: str | Path,
     config: DataConfig,
