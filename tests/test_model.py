@@ -263,6 +263,12 @@ def test_sequence_longer_than_max_position_is_named():
     assert w.abs().max() <= 0.04 and 0.015 < w.std() < 0.02
     with pytest.raises(ValueError, match=r"input_ids must be \(batch, length\), got shape \(4,\)"):
         model(torch.tensor([5, 6, 7, 8]))
+    ids = _ids(t=6)
+    for mask in (torch.ones(ids.shape[0], 5), torch.ones(ids.shape[0], 1, 1, 6)):  # all ones: once not looked at
+        with pytest.raises(ValueError, match=r"attention_mask of shape \(.*\) must match input_ids' \(2, 6\)"):
+            model(ids, mask)
+    with pytest.raises(ValueError, match=r"token_type_ids of shape \(2, 5\) must match input_ids' \(2, 6\)"):
+        model(ids, token_type_ids=torch.zeros(2, 5, dtype=torch.long))
 
 
 def test_config_from_dict_rejects_unknown_and_wrong_types():

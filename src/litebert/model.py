@@ -304,6 +304,9 @@ class Albert(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
+        for name, t in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids)):
+            if t is not None and t.shape != input_ids.shape:
+                raise ValueError(f"{name} of shape {tuple(t.shape)} must match input_ids' {tuple(input_ids.shape)}")
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
         padding = None  # (B, T, 1) True at padded positions that were computed (a padded position 0)
         if attention_mask is None or bool(attention_mask.all()):
