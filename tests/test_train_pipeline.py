@@ -281,6 +281,11 @@ def test_bad_paths_are_named_and_leave_nothing_behind(tmp_path: Path, data_dir: 
             str(tmp_path / "file"), *FAST]  # fmt: skip
     assert main(args) == 2
     assert "file" in capsys.readouterr().err
+    short = tmp_path / "short.json"  # positions for 32 tokens; the data holds 64
+    short.write_text(json.dumps({"model": {**TINY, "max_position": 32}}))
+    assert main(["pretrain", "--config", str(short), "--data", str(data_dir), "--out", str(run), *FAST]) == 2
+    assert "data max_seq_length 64 exceeds the model's max_position 32" in capsys.readouterr().err
+    assert not run.exists()
     if not torch.cuda.is_available():  # fp16 needs a GPU: said before anything is written
         args = ["pretrain", "--data", str(data_dir), "--out", str(run), "--precision", "fp16", *FAST]
         assert main(args) == 2

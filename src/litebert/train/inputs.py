@@ -23,6 +23,12 @@ def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) ->
         raise ValueError(
             f"{data_dir / 'manifest.json'}: data vocab_size {vocab} exceeds the model's vocab_size {mcfg.vocab_size}"
         )
+    seq = int(manifest.get("settings", {}).get("max_seq_length", 0) or 0)
+    if seq > mcfg.max_position:
+        raise ValueError(
+            f"{data_dir / 'manifest.json'}: data max_seq_length {seq} exceeds the model's max_position "
+            f"{mcfg.max_position}; build the data with --max-seq-length {mcfg.max_position} or less"
+        )
     if tokenizer_dir is not None and (tokenizer_dir / SPIECE).is_file():
         digest = hashlib.sha256((tokenizer_dir / SPIECE).read_bytes()).hexdigest()
         expected = manifest.get("tokenizer_sha256")
