@@ -52,7 +52,12 @@ def _one_thread():
 
 
 def test_resume_after_interrupt_is_bit_identical(tmp_path: Path) -> None:
+    torch.manual_seed(5)
     full = run(tmp_path / "full")
+    after = torch.rand(3)
+    torch.manual_seed(5)
+    assert torch.equal(after, torch.rand(3))  # the run seeds its own stream; the caller's goes on as it was
+    assert not full.model.training  # returned ready for inference, as litebert.load returns a model
     assert len(full.losses) == 6 and all(x == x for x in full.losses)
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path / "cut", stop=3)  # stops in step 4; checkpoint of step 2 is the last complete one

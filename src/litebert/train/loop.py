@@ -108,14 +108,15 @@ def _pretrain_in(
             f"({env.world_size}): it is the global micro-batch"
         )
     run = None
-    try:
-        run = open_run(
-            model_config, train_config, out_dir, env,
-            data_dir=data_dir, resume=resume, init_from=init_from, tokenizer_dir=tokenizer_dir,
-        )  # fmt: skip
-        if batches is None:
-            batches, eval_batches = _data_batches(data_dir, train_config, env)
-        return _train(run, model_config, train_config, env, batches, eval_batches)
+    try:  # the run seeds torch's generators; the caller's random streams go on as they were
+        with torch.random.fork_rng(devices=[env.device] if env.device.type == "cuda" else []):
+            run = open_run(
+                model_config, train_config, out_dir, env,
+                data_dir=data_dir, resume=resume, init_from=init_from, tokenizer_dir=tokenizer_dir,
+            )  # fmt: skip
+            if batches is None:
+                batches, eval_batches = _data_batches(data_dir, train_config, env)
+            return _train(run, model_config, train_config, env, batches, eval_batches)
     finally:
         if run is not None:
             run.unlock()
@@ -220,7 +221,7 @@ def _train(
     summary.steps = step
     summary.model_dir = run.write_final(tr.model, summary.eval or {"step": step}, env)
     summary.elapsed_s = time.perf_counter() - t0
-    summary.model = dist.unwrap(tr.model)
+    summary.model = dist.unwrap(tr.model).eval()  # trained: ready for inference, as litebert.load returns it
     return summary
 
 
