@@ -284,8 +284,14 @@ def test_library_use_paths_and_caller_state(ft_cfg, model_dir, tmp_path):
 
     data = FIXTURES / "sst2.tsv"  # a Path, as library users pass them
     cfg = ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=1, max_seq_length=None)
+    torch.manual_seed(5)
     result = finetune(cfg)
+    after = torch.rand(3)
+    torch.manual_seed(5)
+    assert torch.equal(after, torch.rand(3))  # the caller's random stream goes on as if nothing ran
     assert cfg.max_seq_length is None  # the caller's config is not changed
+    ft = load_finetuned(result.best_dir)
+    assert not any(m.training for m in ft.model.modules())  # ready for inference: no dropout in the head
     with pytest.warns(UserWarning, match="replacing the results and best checkpoint of an earlier run"):
         finetune(cfg)
     assert json.loads(result.results_path.read_text())["config"]["train"] == str(data)
@@ -312,12 +318,20 @@ def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, c
         load_pretrained(ft_cfg(tmp_path, task="classification", train=data, dev=data,
                              tokenizer=str(tmp_path / "other")))  # fmt: skip
     load_pretrained(ft_cfg(tmp_path, task="classification", train=data, dev=data, tokenizer=str(model_dir)))
-    with pytest.raises(ValueError, match=r"FinetuneConfig.lr must be a positive finite number, got inf"):
+    with pytest.raises(ValueError, match=r"FinetuneConfig.lr must be a finite number, got inf"):
         ft_cfg(tmp_path, task="classification", train=data, dev=data, lr=float("inf"))
-    with pytest.raises(ValueError, match=r"FinetuneConfig.null_score_diff_threshold must be finite, got nan"):
+    with pytest.raises(ValueError, match=r"FinetuneConfig.null_score_diff_threshold must be a finite number, got nan"):
         ft_cfg(tmp_path, task="squad", train=data, dev=data, null_score_diff_threshold=float("nan"))
     with pytest.raises(ValueError, match=r"FinetuneConfig.weight_decay must be >= 0, got -3"):
         ft_cfg(tmp_path, task="classification", train=data, dev=data, weight_decay=-3.0)
+    for bad, message in ((dict(lr="1e-4"), "lr must be float, got '1e-4'"), (dict(seed="0"), "seed must be int"),
+                         (dict(optimizer="sgd"), r"optimizer must be one of \('lamb', 'adamw'\), got 'sgd'"),
+                         (dict(text_columns=[1]), r"text_columns must be column names, got \(1,\)")):  # fmt: skip
+        with pytest.raises(ValueError, match="FinetuneConfig." + message):
+            ft_cfg(tmp_path, task="classification", train=data, dev=data, **bad)
+    for columns in ("sentence1, sentence2", ["sentence1", "sentence2"]):  # as the CLI and finetune.json give them
+        assert ft_cfg(tmp_path, task="regression", train=data, dev=data, text_columns=columns).text_columns == (
+            "sentence1", "sentence2")  # fmt: skip
     same = [("classification", {"label_column": "sentence"}), ("classification", {"text_columns": ("label",)})]
     for task, kw in [*same, ("similarity", {"label_column": "sentence2"})]:
         with pytest.raises(ValueError, match=r"label_column '\w+' \(--label-column\) is also one of the text columns"):

@@ -32,6 +32,7 @@ from litebert.finetune_heads import POOLED_HEADS, POOLINGS, FinetuneModel, build
 from litebert.heads import AlbertForPretraining
 from litebert.tasks import TASKS, Task, TaskData, get_task
 from litebert.tasks.common import collate
+from litebert.train.config import OPTIMIZERS, check_types
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
 from litebert.weights import HEAD_FILE, META_FILE, write_safetensors
 
@@ -82,6 +83,15 @@ class FinetuneConfig:
         for name in ("train", "dev", "init", "out", "tokenizer"):  # paths may come as Path objects
             if isinstance(getattr(self, name), os.PathLike):
                 setattr(self, name, os.fspath(getattr(self, name)))
+        if isinstance(self.text_columns, str):  # "sentence1,sentence2" as --text-columns takes it
+            self.text_columns = tuple(c.strip() for c in self.text_columns.split(","))
+        elif isinstance(self.text_columns, list):  # as JSON (finetune.json) holds it
+            self.text_columns = tuple(self.text_columns)
+        check_types(self)
+        if self.text_columns is not None and not all(isinstance(c, str) and c for c in self.text_columns):
+            raise ValueError(f"FinetuneConfig.text_columns must be column names, got {self.text_columns!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"FinetuneConfig.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.task not in TASKS:
             raise ValueError(f"FinetuneConfig.task must be one of {sorted(TASKS)}, got {self.task!r}")
         if self.max_qa_length is None and self.max_seq_length is not None:  # the official 128 at length 512
@@ -95,10 +105,6 @@ class FinetuneConfig:
                 raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
         if not 0 < self.lr < math.inf:
             raise ValueError(f"FinetuneConfig.lr must be a positive finite number, got {self.lr!r}")
-        if not math.isfinite(self.null_score_diff_threshold):
-            raise ValueError(
-                f"FinetuneConfig.null_score_diff_threshold must be finite, got {self.null_score_diff_threshold!r}"
-            )
         if self.pooling not in POOLINGS:
             raise ValueError(f"FinetuneConfig.pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.pooling != "cls" and TASKS[self.task].head not in POOLED_HEADS:
@@ -265,6 +271,11 @@ def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     device = resolve_device(cfg)  # before the model and data are read: an unusable --device fails at once
     if (Path(cfg.out) / RESULTS_FILE).exists():  # scripts rerun into one directory: replace, but say so
         warnings.warn(f"{cfg.out}: replacing the results and best checkpoint of an earlier run", stacklevel=2)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
+        return _finetune(cfg, device)
+
+
+def _finetune(cfg: FinetuneConfig, device: torch.device) -> FinetuneResult:
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     base, tok = load_pretrained(cfg)

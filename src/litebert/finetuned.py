@@ -50,7 +50,7 @@ def load_finetuned(directory: str | Path) -> Finetuned:
     tensors = read_safetensors(directory / HEAD_FILE)
     check_state_dict(head, tensors, directory / HEAD_FILE, against=META_FILE)
     head.load_state_dict(tensors)
-    model = FinetuneModel(base, head).to(resolve_device(cfg))
+    model = FinetuneModel(base, head).to(resolve_device(cfg)).eval()  # the head too: no dropout at inference
     return Finetuned(model, task, meta["state"], cfg, load_tokenizer(directory))
 
 
