@@ -37,6 +37,23 @@ def test_predict_on_unlabelled_conll_and_race(ft_cfg, model_dir, tmp_path):
     ]
 
 
+def test_a_loaded_model_predicts_strings_in_memory_as_predict_does(ft_cfg, tmp_path):
+    data = FIXTURES / "sts.tsv"  # pairs: sentence1, sentence2, score
+    finetune(ft_cfg(tmp_path, task="regression", train=str(data), dev=str(data), max_steps=2))
+    rows = [line.split("\t") for line in data.read_text().splitlines()[1:]]
+    ft = load_finetuned(tmp_path / "best")
+    batch = ft.tokenizer.batch([r[0] for r in rows], [r[1] for r in rows], max_len=ft.config.max_seq_length)
+    assert batch["input_ids"].shape[0] == len(rows) and not batch["attention_mask"].all()  # padded on the right
+    with torch.no_grad():
+        scores = ft.model(batch)["logits"].reshape(-1)
+    expected = [p["score"] for p in predict(tmp_path / "best", data)]
+    assert torch.allclose(scores, torch.tensor(expected), atol=1e-5)
+    with pytest.raises(TypeError, match="a list of strings as a, got one string"):
+        ft.tokenizer.batch("one text")
+    with pytest.raises(ValueError, match="2 first texts but 1 second texts"):
+        ft.tokenizer.batch(["a", "b"], ["c"])
+
+
 def test_predictions_are_utf8_whatever_the_locale(ft_cfg, tmp_path):
     import os
     import subprocess

@@ -160,6 +160,30 @@ class Tokenizer:
         ids = [self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
         return Encoding(ids, [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1))
 
+    def batch(self, a: Sequence[str], b: Sequence[str] | None = None, *, max_len: int = 512) -> dict[str, Any]:
+        """Model inputs for texts (or pairs: [CLS] a [SEP] b [SEP]), each truncated as `encode_pair` does:
+        input_ids, attention_mask and token_type_ids as (batch, longest) torch.long tensors padded on the right,
+        so `model(**tok.batch(texts))` runs a litebert model and `ft.model(tok.batch(texts))` a fine-tuned one."""
+        import torch
+
+        for name, texts in (("a", a), ("b", b)):
+            if isinstance(texts, str):
+                raise TypeError(f"batch() takes a list of strings as {name}, got one string: wrap it in a list")
+        if b is not None and len(b) != len(a):
+            raise ValueError(f"batch(): {len(a)} first texts but {len(b)} second texts")
+        if not a:
+            raise ValueError("batch(): no texts")
+        encodings = [self.encode_pair(x, None if b is None else b[i], max_len) for i, x in enumerate(a)]
+        longest = max(len(e.input_ids) for e in encodings)
+        out = {k: torch.zeros(len(a), longest, dtype=torch.long) for k in ("attention_mask", "token_type_ids")}
+        out["input_ids"] = torch.full((len(a), longest), self.pad_id, dtype=torch.long)
+        for i, e in enumerate(encodings):
+            n = len(e.input_ids)
+            out["input_ids"][i, :n] = torch.tensor(e.input_ids)
+            out["token_type_ids"][i, :n] = torch.tensor(e.token_type_ids)
+            out["attention_mask"][i, :n] = 1
+        return out
+
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         """The normalised text of `ids` (<unk> shows as " ⁇ "); [CLS]/[SEP]/[MASK]/<pad> are left out by default,
         else written as themselves between the decoded stretches of text."""
