@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -234,11 +235,55 @@ def test_the_identity_projection_of_an_e_equals_h_model_takes_the_model_dtype():
     assert torch.equal(tensors["albert.encoder.embedding_hidden_mapping_in.weight"].float(), torch.eye(32))
 
 
-def test_export_of_a_fine_tuned_directory_warns_that_its_task_head_is_left_out(tmp_path):
-    litebert.save(litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=100)), tmp_path / "best")
-    (tmp_path / "best" / "head.safetensors").write_bytes(b"a task head")  # as litebert.finetune saves beside it
-    (tmp_path / "best" / "finetune.json").write_text("{}")
-    left_out = r"best: a fine-tuned .* leaves out the fine-tuned task head.*\(head.safetensors, finetune.json\)"
+TASKS = Path(__file__).parent / "fixtures" / "tasks"
+
+
+@pytest.mark.parametrize(
+    ("task", "data", "cls"),
+    [
+        ("classification", "sst2.tsv", "AlbertForSequenceClassification"),
+        ("regression", "sts.tsv", "AlbertForSequenceClassification"),
+        ("token-classification", "conll2003.txt", "AlbertForTokenClassification"),
+        ("squad", "squad_v2.json", "AlbertForQuestionAnswering"),
+        ("multiple-choice", "race.json", "AlbertForMultipleChoice"),
+    ],
+)
+def test_a_fine_tuned_model_exports_as_its_transformers_task_class(ft_cfg, tmp_path, task, data, cls):
+    from litebert.finetune import finetune
+    from litebert.finetuned import load_finetuned
+
+    path = str(TASKS / data)
+    lengths = {"max_query_length": 16} if task == "squad" else {}
+    finetune(ft_cfg(tmp_path / "ft", task=task, train=path, dev=path, max_steps=2, eval_every=2, **lengths))
+    ft = load_finetuned(tmp_path / "ft" / "best")
+    hf.export_hf(tmp_path / "ft" / "best", tmp_path / "hf")
+    theirs, info = getattr(transformers, cls).from_pretrained(tmp_path / "hf", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]  # the backbone and the head, nothing else
+    batch = _batch(ft.model.backbone.config.vocab_size)
+    valid = batch["attention_mask"].bool()
+    if task == "multiple-choice":  # 2 examples of 2 options each
+        batch = {k: v.view(2, 2, -1) for k, v in batch.items()}
+    with torch.no_grad():
+        ours, out = ft.model(batch), theirs.eval()(**batch)
+    if task == "squad":  # litebert scores padding -1e4 (never an answer); the real positions must agree
+        for end in ("start_logits", "end_logits"):
+            torch.testing.assert_close(ours[end][valid], getattr(out, end)[valid], atol=1e-5, rtol=0)
+    elif task == "token-classification":
+        torch.testing.assert_close(ours["logits"][valid], out.logits[valid], atol=1e-5, rtol=0)
+    else:
+        torch.testing.assert_close(ours["logits"], out.logits, atol=1e-5, rtol=0)
+    if task in ("classification", "token-classification"):  # its labels travel with it
+        assert [theirs.config.id2label[i] for i in range(theirs.config.num_labels)] == ft.state["labels"]
+    assert theirs.config.problem_type == {"classification": "single_label_classification",
+                                          "regression": "regression"}.get(task)  # fmt: skip
+
+
+def test_a_head_transformers_has_no_class_for_is_left_out_with_a_warning(ft_cfg, tmp_path):
+    from litebert.finetune import finetune
+
+    path = str(TASKS / "sst2.tsv")
+    finetune(ft_cfg(tmp_path / "ft", task="classification", train=path, dev=path, max_steps=1, pooling="mean"))
+    left_out = r"best: transformers has no ALBERT class for mean pooling.*\(head.safetensors, finetune.json\)"
     with pytest.warns(UserWarning, match=left_out):
-        hf.export_hf(tmp_path / "best", tmp_path / "hf")
+        hf.export_hf(tmp_path / "ft" / "best", tmp_path / "hf")
     assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == ["AlbertForPreTraining"]

@@ -3,8 +3,10 @@ transformers' names; it reads and writes files and never imports transformers it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -257,12 +259,21 @@ def load_hf(directory: str | Path) -> AlbertForPretraining:
     return model
 
 
-def save_hf(model: AlbertForPretraining, directory: str | Path, tokenizer_dir: str | Path | None = None) -> Path:
-    """Write `model` as a transformers ALBERT directory (AlbertForPreTraining layout)."""
+def save_hf(
+    model: AlbertForPretraining, directory: str | Path, tokenizer_dir: str | Path | None = None, *,
+    task: TaskClass | None = None,
+) -> Path:  # fmt: skip
+    """Write `model` as a transformers ALBERT directory: AlbertForPreTraining's layout, or with `task` that
+    task class's (the backbone, the pooler where the class has one, and the task's head)."""
     directory = Path(directory)
     hf_config = config_to_hf(model.config)  # refuses unsupported sharing before anything is written
+    tensors = to_hf_state_dict(model)
+    if task is not None:
+        dropped = "predictions.", "sop_classifier.", *(() if task.pooler else ("albert.pooler.",))
+        tensors = {**{k: v for k, v in tensors.items() if not k.startswith(dropped)}, **task.head}
+        hf_config = {**hf_config, "architectures": [task.architecture], **task.fields}
     directory.mkdir(parents=True, exist_ok=True)
-    write_safetensors(to_hf_state_dict(model), directory / WEIGHTS_FILE, {"format": "pt"})
+    write_safetensors(tensors, directory / WEIGHTS_FILE, {"format": "pt"})
     write_json(hf_config, directory / CONFIG_FILE)
     if tokenizer_dir is not None:
         copy_tokenizer(Path(tokenizer_dir), directory)
@@ -279,17 +290,61 @@ def import_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
 
 
 def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
-    """Convert a litebert directory into a transformers ALBERT directory (tokenizer files included). Of a
-    fine-tuned directory only the pretrained model is exported, with a warning: its task head is left out."""
+    """Convert a litebert directory into a transformers ALBERT directory (tokenizer files included). A
+    fine-tuned directory becomes the transformers task model of its head (AlbertForSequenceClassification,
+    ...ForTokenClassification, ...ForQuestionAnswering, ...ForMultipleChoice) with its labels; a head transformers
+    has no class for (mean pooling, the similarity bi-encoder) is left out, with a warning."""
     _check_distinct(src_dir, dst_dir)
-    left_out = [name for name in (HEAD_FILE, META_FILE) if (Path(src_dir) / name).is_file()]
-    if left_out:
-        warnings.warn(
-            f"{src_dir}: a fine-tuned model directory; the export holds its pretrained model (AlbertForPreTraining "
-            f"layout) and leaves out the fine-tuned task head and its settings ({', '.join(left_out)})",
-            stacklevel=2,
-        )
+    if (Path(src_dir) / META_FILE).is_file():
+        return _export_finetuned(Path(src_dir), dst_dir)
     return save_hf(load(src_dir), dst_dir, tokenizer_dir=src_dir)
+
+
+@dataclass
+class TaskClass:
+    """A transformers ALBERT task class: its name, its head's Linear layer's name, whether it has the pooler (the
+    token and span classes read every token and build their backbone without one); and what an export holds."""
+
+    architecture: str
+    linear: str
+    pooler: bool
+    head: dict[str, torch.Tensor] = field(default_factory=dict)  # tensors under transformers' names
+    fields: dict[str, Any] = field(default_factory=dict)  # config.json fields: num_labels, id2label, ...
+
+
+# litebert head kind -> the transformers class with that head.
+_TASK_CLASSES = {
+    "sequence": TaskClass("AlbertForSequenceClassification", "classifier", pooler=True),
+    "token": TaskClass("AlbertForTokenClassification", "classifier", pooler=False),
+    "span": TaskClass("AlbertForQuestionAnswering", "qa_outputs", pooler=False),
+    "choice": TaskClass("AlbertForMultipleChoice", "classifier", pooler=True),
+}
+
+
+def _export_finetuned(src: Path, dst_dir: str | Path) -> Path:
+    from litebert.finetuned import load_finetuned
+
+    ft = load_finetuned(src)
+    head, kind = ft.model.head, ft.task.head
+    model = ft.model.pretrained.cpu()
+    if kind not in _TASK_CLASSES or getattr(head, "pooling", "cls") != "cls":
+        why = "mean pooling" if kind in _TASK_CLASSES else f"the {ft.config.task} head"
+        warnings.warn(
+            f"{src}: transformers has no ALBERT class for {why}; the export holds the fine-tuned model's backbone "
+            f"(AlbertForPreTraining layout) and leaves out the task head and its settings ({HEAD_FILE}, {META_FILE})",
+            stacklevel=3,
+        )
+        return save_hf(model, dst_dir, tokenizer_dir=src)
+    task, labels, fields = _TASK_CLASSES[kind], ft.state.get("labels"), {}
+    if kind != "choice":  # the choice class has one unit whatever num_labels says
+        fields["num_labels"] = head.out.out_features
+    if kind == "sequence":
+        fields["problem_type"] = "regression" if head.out.out_features == 1 else "single_label_classification"
+    if labels and kind in ("sequence", "token"):
+        fields["id2label"] = {str(i): str(label) for i, label in enumerate(labels)}
+        fields["label2id"] = {str(label): i for i, label in enumerate(labels)}
+    tensors = {f"{task.linear}.{k}": v.detach().cpu() for k, v in head.out.state_dict().items()}
+    return save_hf(model, dst_dir, tokenizer_dir=src, task=dataclasses.replace(task, head=tensors, fields=fields))
 
 
 def _check_distinct(src_dir: str | Path, dst_dir: str | Path) -> None:
