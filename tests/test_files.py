@@ -1,9 +1,10 @@
 import bz2
 import gzip
+import json
 
 import pytest
 
-from litebert.files import format_suffix, open_bytes
+from litebert.files import format_suffix, open_bytes, write_json
 from litebert.tasks.common import table_delimiter
 
 
@@ -31,3 +32,12 @@ def test_open_bytes_decompresses_by_suffix_in_any_case(tmp_path):
         with open_bytes(tmp_path / name) as f:
             assert f.read() == data
         assert table_delimiter(tmp_path / name) == "\t"
+
+
+def test_write_json_is_atomic_readable_utf8(tmp_path):
+    path = tmp_path / "meta.json"
+    write_json({"labels": ["긍정", "부정"], "path": "말뭉치/법률.txt"}, path)
+    text = path.read_text(encoding="utf-8")
+    assert "긍정" in text and "말뭉치/법률.txt" in text and "\\u" not in text  # read as itself, not escaped
+    assert json.loads(text)["labels"] == ["긍정", "부정"]
+    assert [p.name for p in tmp_path.iterdir()] == ["meta.json"]  # no temporary file left beside it

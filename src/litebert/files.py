@@ -38,12 +38,12 @@ def format_suffix(path: str | Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-def write_json(data: Any, path: str | Path, *, sort_keys: bool = False, ascii_only: bool = True) -> None:
+def write_json(data: Any, path: str | Path, *, sort_keys: bool = False) -> None:
     """Write `data` as indented UTF-8 JSON atomically (a temporary file renamed over `path`), so a reader, or a
-    run resumed after a kill, never finds half a file; `sort_keys` gives equal bytes for equal dicts, and
-    `ascii_only=False` keeps text in any script readable instead of \\u escapes."""
+    run resumed after a kill, never finds half a file; text in any script stays readable (no \\u escapes: a
+    Korean label or file name reads as itself), and `sort_keys` gives equal bytes for equal dicts."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    text = json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=ascii_only)
+    text = json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=False)
     tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)

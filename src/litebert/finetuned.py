@@ -113,5 +113,5 @@ def predict(
     preds = ft.task.predict(data, outputs, ft.config, ft.state)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        write_json(preds, out, ascii_only=False)  # UTF-8 whatever the locale, and whole or not at all
+        write_json(preds, out)  # UTF-8 whatever the locale, and whole or not at all
     return preds
