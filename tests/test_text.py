@@ -58,6 +58,9 @@ def test_fixture_sentences_are_real_text(shared_data):
         ("今日は晴れです。明日は雨！", ["今日は晴れです。", "明日は雨！"]),
         # sentencex leaves a segment opening with a list marker whole (the Korean bills' ○ and (1) bullets)
         ("○ 방한했다. 협력이 발전했다.", ["○ 방한했다.", "협력이 발전했다."]),
+        ("◦ 규모는 150명이다. 의견은 없다.", ["◦ 규모는 150명이다.", "의견은 없다."]),
+        ("▪ 규모는 150명이다. 의견은 없다.", ["▪ 규모는 150명이다.", "의견은 없다."]),
+        ("제품입니다． 가격은 쌉니다． 사세요．", ["제품입니다．", "가격은 쌉니다．", "사세요．"]),  # full-width period
         ("X > 10.7×P (2) (5) 위의 수식을 보자. 비용은 없다.", ["X > 10.7×P (2) (5) 위의 수식을 보자.", "비용은 없다."]),
         ("(1) The cat sat. The dog ran.", ["(1) The cat sat.", "The dog ran."]),
         ("- " * 1000 + "The cat sat. The dog ran.", ["- " * 1000 + "The cat sat.", "The dog ran."]),  # 1 level
@@ -353,6 +356,14 @@ def test_wraps_split_words_joins_a_word_broken_at_a_wrap(tmp_path):
     (tmp_path / "bill.txt").write_text("A line broken in-\nside a word, and one \nbetween words.\n")
     config = ReadConfig(join_lines=True, wraps_split_words=True)
     assert list(read_documents([tmp_path], config=config)) == [["A line broken in-side a word, and one between words."]]
+    # a line that ends a sentence, or a next line that opens a list item, is no word broken at the wrap
+    lines = ["재정소요가 예상됨.", "2. 미첨부 근거", "규정에 해당함.", "명이", "다. 그리고", "다음 사항",
+             "1. 국정의 계획", "○ 규모", "①항", "운영·", "·관리"]  # fmt: skip
+    (tmp_path / "items.txt").write_text("\n\n".join(lines) + "\n")
+    config = ReadConfig(documents="file", blank_lines_wrap=True, wraps_split_words=True, split=False)
+    assert list(read_documents([tmp_path / "items.txt"], config=config)) == [
+        ["재정소요가 예상됨. 2. 미첨부 근거규정에 해당함. 명이다. 그리고다음 사항 1. 국정의 계획 ○ 규모 ①항운영··관리"]
+    ]  # "다. " opens a Korean item as often as it ends "...이다.": joined as a word's halves
     with pytest.raises(ValueError, match=r"wraps_split_words \(--wraps-split-words\) needs join_lines"):
         ReadConfig(wraps_split_words=True)
     out = tmp_path / "out.txt"

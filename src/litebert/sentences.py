@@ -9,7 +9,7 @@ import re
 import sentencex
 
 _HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
-_TERMINAL = re.compile("[.!?。！？…‼⁇⁈⁉][\"'”’)\\]」』]*$")
+_TERMINAL = re.compile("[.!?。．｡！？…‼⁇⁈⁉][\"'”’)\\]」』]*$")
 # A bare list label: "1.", "(2)", "5.·6." (items joined by a middle dot or a range); and a Korean letter label
 # "가." ... "하." (the order of Korean statutes and bills), only as a whole segment: "어서 가." is a sentence.
 _LABEL = re.compile(r"\(?\d{1,3}[.)](?:[·⋅ㆍ・∼~-]\(?\d{1,3}[.)])*")
@@ -18,7 +18,7 @@ _CLOSERS = "\"'”’»)]}」』"
 # List markers opening a segment ("○", "□", "※", "-", "(1)", "(가)", "1)"): sentencex leaves a segment that
 # starts with one unsplit, so they are set aside while the rest is segmented (`_segment`). Bullets only: a run
 # of leader dots ("......") or other punctuation is text.
-_BULLETS = "○●◎◇◆□■△▲▽▼▶▷◀◁►※★☆•‣∙·ㆍ*+>→☞-–—"
+_BULLETS = "○●◎◇◆□■△▲▽▼▶▷◀◁►※★☆•‣∙·ㆍ◦▪▫◾◽*+>→☞-–—"
 _LEAD_MARKER = re.compile(f"(?:(?:[{re.escape(_BULLETS)}]|\\(\\w{{1,3}}\\)|\\w{{1,2}}\\))\\s+)+")
 _LEAD_CLOSER = re.compile(f"([{re.escape(_CLOSERS)}]+)(?:\\s+|$)")  # a closing quote cut off its sentence
 _KO_LETTERS = "가나다라마바사아자차카타파하"
@@ -30,6 +30,17 @@ _ABBREVIATION_WORDS = (
     "fig jan feb mar apr jun jul aug sep sept oct nov dec co corp inc ltd bros dept ave approx"
 )
 _ABBREVIATIONS = frozenset(_ABBREVIATION_WORDS.split())
+
+
+# A line that opens a list item: "2. ", "(1) ", "1) ", a bullet and a space, or a circled number or letter. Not
+# "가. ": a line opening with "다. " is as often the sentence end "...이" + "다." broken at the wrap.
+_ITEM_START = re.compile(f"(?:{_LABEL.pattern}|\\(\\w{{1,3}}\\)|[{re.escape(_BULLETS)}])\\s|[①-⑳㉠-㉻]")
+
+
+def wrap_between_words(before: str, after: str) -> bool:
+    """Whether a line break between `before` and `after` cannot fall inside a word, although `before` ends
+    without a space: `before` ends a sentence ("...예상됨.") or `after` opens a list item ("2. ...", "○ ...")."""
+    return bool(_TERMINAL.search(before.rstrip()) or _ITEM_START.match(after.lstrip()))
 
 
 def split_sentences(paragraph: str, language: str | None = None) -> list[str]:

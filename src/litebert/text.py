@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from litebert.files import format_suffix, open_bytes
-from litebert.sentences import split_sentences
+from litebert.sentences import split_sentences, wrap_between_words
 
 log = logging.getLogger("litebert.text")
 
@@ -322,7 +322,8 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
                 doc, size, size_from = [], 0, 0
             continue
         joined = cfg.join_lines or cfg.blank_lines_wrap
-        glue = " " if not cfg.wraps_split_words or pending[-1:].isspace() else ""  # "" joins a word's halves
+        halves = cfg.wraps_split_words and not pending[-1:].isspace() and not wrap_between_words(pending, text)
+        glue = "" if halves else " "  # "" joins the halves of a word broken at the wrap
         pending += glue + text if joined and pending and not continuing else text
         continuing = not complete
         if complete and not joined:
