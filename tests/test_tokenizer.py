@@ -46,9 +46,11 @@ def corpus_lines(shared_data) -> dict[str, list[str]]:
 
 
 def _official_preprocess(text: str) -> str:
-    """tokenization.preprocess_text (lower=True, keep_accents=False) plus NFC, written the slow way."""
+    """tokenization.preprocess_text (lower=True, keep_accents=False) plus NFC, with Hangul compatibility jamo
+    (ㅋ, and ㆍ used as a middle dot) kept as written, the slow way."""
     text = " ".join(text.strip().split()).replace("``", '"').replace("''", '"')
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    nfkd = (c if 0x3131 <= ord(c) <= 0x318E else unicodedata.normalize("NFKD", c) for c in text)
+    text = "".join(c for c in "".join(nfkd) if not unicodedata.combining(c))
     return " ".join(unicodedata.normalize("NFC", text).replace("Σ", "σ").lower().split())
 
 
@@ -76,6 +78,13 @@ def test_normalizer_is_the_official_one_with_nfc(corpus_lines):
     assert norm("`\u200b`x") == '"x'  # before the quote replacement
     # ...and the other default-ignorable ones: Hangul filler (a blank in chat text), variation selectors
     assert norm("대한\u3164민국 좋아요❤\ufe0f 葛\U000e0100城") == "대한민국 좋아요❤ 葛城"
+    # compatibility jamo stay as written: NFKD + NFC would make them conjoining jamo and fuse ㅋ + ㅠ into 큐
+    assert norm("웃겨ㅋㅋㅠㅠ ㄱㅏ 1.ㆍ2.") == "웃겨ㅋㅋㅠㅠ ㄱㅏ 1.ㆍ2."
+    assert Normalizer(keep_jamo=False)("웃겨ㅋㅋㅠㅠ") == "웃겨ᄏ큐ᅲ"  # tokenizers saved before the step
+    # with accents kept, NFC still composes decomposed Hangul (macOS writes file names so)
+    keep = Normalizer(strip_accents=False, do_lower_case=False)
+    assert keep(unicodedata.normalize("NFD", "서울에서 Café")) == "서울에서 Café"
+    assert Normalizer(strip_accents=False, nfc=False)(unicodedata.normalize("NFD", "서울")) != "서울"
     for line in corpus_lines["moby"][::3] + corpus_lines["ko"]:
         assert norm(line) == _official_preprocess(line)
 
@@ -102,21 +111,47 @@ def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_d
     invisible = ["Zero\u200bwidth", "soft\u00adhyphen\ufeff", "a\x01b\x7f c", "`\u200b`quoted\u200e''", "국\u200d가",
                  "대한\u3164민국", "whale\ufe0f", "ship\U000e0100 x"]  # fmt: skip
     assert tok.encode_batch(invisible) == hf(invisible, add_special_tokens=False)["input_ids"]
+    jamo = [
+        "웃겨ㅋㅋㅠㅠ",
+        "ㄱㅏ나다",
+        "1.ㆍ2. (생 략)",
+        "ㅎㅎ Café ㅋ\u0301",
+        "ᄀㅏ",
+        unicodedata.normalize("NFD", "한국ㅋ"),
+    ]
+    assert tok.encode_batch(jamo) == hf(jamo, add_special_tokens=False)["input_ids"]
     assert tok.unk_id not in sum(tok.encode_batch(invisible), [])
     # A tokenizer saved before control/format characters were dropped keeps its ids, equal to its own
     # tokenizer.json (which has no such step): the step is on only where its settings file says so.
     old = tokenizer_dir.parent / f"{tokenizer_dir.name}-before-drop"
     shutil.copytree(tokenizer_dir, old, dirs_exist_ok=True)
     settings = json.loads((old / "litebert_tokenizer.json").read_text())
-    del settings["drop_invisible"]
+    for step in ("drop_invisible", "keep_jamo", "nfc"):
+        del settings[step]
     (old / "litebert_tokenizer.json").write_text(json.dumps(settings))
     before = Tokenizer.load(old)
-    assert not before.normalizer.drop_invisible
-    write_hf_files(before)  # its tokenizer.json as that release wrote it: without the step
+    assert not (before.normalizer.drop_invisible or before.normalizer.keep_jamo or before.normalizer.nfc)
+    write_hf_files(before)  # its tokenizer.json as that release wrote it: without the steps
     hf_before = transformers.AutoTokenizer.from_pretrained(old)
-    assert before.encode_batch(invisible) == hf_before(invisible, add_special_tokens=False)["input_ids"]
+    for texts in (invisible, jamo):
+        assert before.encode_batch(texts) == hf_before(texts, add_special_tokens=False)["input_ids"]
     assert before.encode("Zero\u200bwidth") != tok.encode("Zero\u200bwidth")
+    assert before.normalize("ㅋㅠ") == "큐" and tok.normalize("ㅋㅠ") == "ㅋㅠ"
     assert tok.encode("Call me [MASK]") == [*tok.encode("Call me"), tok.mask_id]
+
+
+def test_a_tokenizer_keeping_accents_still_composes_decomposed_hangul(tmp_path, shared_data):
+    transformers = pytest.importorskip("transformers")
+    corpus = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
+    tok = train_tokenizer([corpus], tmp_path / "keep", config=TrainConfig(vocab_size=600, strip_accents=False))
+    lines = [line for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()][:120]
+    nfd = [unicodedata.normalize("NFD", line) for line in lines]  # as macOS writes Korean file names and text
+    ours = tok.encode_batch(lines)
+    assert tok.encode_batch(nfd) == ours and sum(ids.count(tok.unk_id) for ids in ours) < 5
+    hf = transformers.AutoTokenizer.from_pretrained(tmp_path / "keep")
+    assert hf(nfd, add_special_tokens=False)["input_ids"] == ours
+    assert json.loads((tmp_path / "keep" / "litebert_tokenizer.json").read_text())["normalization"] == (
+        "drop Cc/Cf; collapse spaces; `` '' -> \"; NFC; lowercase")  # fmt: skip
 
 
 def test_korean_is_not_lost(tok, corpus_lines):
@@ -433,9 +468,11 @@ def test_offsets_stay_exact_after_jamo_compose_across_characters(tok):
     assert any(text[a:b] == "whale" for a, b in offsets)
     from litebert.normalize import normalize_aligned
 
-    assert normalize_aligned("ㄱㅏㄱ", tok.normalizer)[1] == [(0, 2), (2, 3)]  # each letter its own source
+    assert normalize_aligned("ㄱㅏㄱ", tok.normalizer) == ("ㄱㅏㄱ", [(0, 1), (1, 2), (2, 3)])  # kept as written
+    composing = Normalizer(keep_jamo=False)  # tokenizers saved before compatibility jamo were kept
+    assert normalize_aligned("ㄱㅏㄱ", composing) == ("가ᄀ", [(0, 2), (2, 3)])  # each letter its own source
     # a dropped zero-width space between them does not stop the composition, nor spread it to other pieces
     text = "ㄱ\u200bㅏ 대한민국은 민주공화국이다 ㄴ\u200bㅏ"
-    assert normalize_aligned(text, tok.normalizer)[1][:2] == [(0, 3), (3, 4)]
+    assert normalize_aligned(text, composing)[1][:2] == [(0, 3), (3, 4)]
     ids, offsets = tok.encode_with_offsets(text)
     assert max(b - a for a, b in offsets) <= 7 and any(text[a:b] == "ㄴ\u200bㅏ" for a, b in offsets)

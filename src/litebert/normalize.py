@@ -4,7 +4,7 @@ Drop control and format characters (Unicode Cc/Cf that are not whitespace: zero-
 hyphens, byte-order marks, bidi controls; BERT's _clean_text does the same, and the official ALBERT vocabulary's
 nmt_nfkc rule most of it), collapse whitespace, ``/'' -> ", NFKD, drop combining marks (canonical combining
 class != 0, as the official code), recompose with NFC (so Hangul syllables, which NFKD splits into jamo, come
-back whole), lowercase.
+back whole; Hangul compatibility jamo, as in ㅋㅋ, are left as written), lowercase. With accents kept, NFC alone.
 litebert.vocab writes the same steps into transformers' tokenizer.json; `normalize_aligned` keeps, for every
 output character, the span of the input it came from (offsets for span QA).
 """
@@ -110,15 +110,28 @@ def char_class(codepoints, *, oniguruma: bool = False) -> str:
     return "[" + "".join(ranges) + "]"
 
 
+# Hangul compatibility jamo (ㄱ ... ㆎ), written alone in Korean chat and reviews (ㅋㅋ, ㅠㅠ). NFKD maps them to
+# conjoining jamo, which NFC then fuses into syllables never written (ㅋ + ㅠ -> 큐).
+COMPAT_JAMO = range(0x3131, 0x318F)
+_COMPAT_JAMO_RUN = re.compile("([\u3131-\u318e]+)")
+
+
+def _strip_accents(text: str) -> str:
+    return unicodedata.normalize("NFKD", text).translate(combining_marks())
+
+
 @dataclass(kw_only=True)
 class Normalizer:
     """preprocess_text of the official code, with NFC after accent stripping (Hangul survives)."""
 
     do_lower_case: bool = True
     strip_accents: bool = True
-    # Tokenizers saved before this step existed have no such setting and keep their ids (and their
-    # tokenizer.json): it is on only where the settings file says so, and for every newly trained tokenizer.
+    # The steps below came after the first releases: tokenizers saved before them have no such setting and keep
+    # their ids (and their tokenizer.json); they are on where the settings file says so, and for every newly
+    # trained tokenizer.
     drop_invisible: bool = True
+    keep_jamo: bool = True  # compatibility jamo stay as written (not NFKD'd and fused by NFC)
+    nfc: bool = True  # NFC where accents are kept too: decomposed Hangul (as macOS file names) becomes syllables
 
     def __call__(self, text: str) -> str:
         if self.drop_invisible:
@@ -135,7 +148,13 @@ class Normalizer:
 
     def _accents_and_case(self, text: str) -> str:
         if self.strip_accents and _unstable_char()(text):
-            text = unicodedata.normalize("NFKD", text).translate(combining_marks())
+            if self.keep_jamo and _COMPAT_JAMO_RUN.search(text):  # odd parts are runs of jamo: kept
+                parts = _COMPAT_JAMO_RUN.split(text)
+                text = "".join(part if k % 2 else _strip_accents(part) for k, part in enumerate(parts))
+            else:
+                text = _strip_accents(text)
+            text = unicodedata.normalize("NFC", text)
+        elif self.nfc and not self.strip_accents:
             text = unicodedata.normalize("NFC", text)
         if self.do_lower_case:
             # Python lowercases a word-final capital sigma to ς in context; tokenizers' Lowercase maps every
@@ -160,7 +179,7 @@ def normalize_aligned(text: str, normalizer: Normalizer) -> tuple[str, list[tupl
             while j < len(text):
                 c = text[j]
                 dropped = normalizer.drop_invisible and _invisible_char(c)
-                if not (dropped or _attaches(c) or _composes(last, c)):
+                if not (dropped or _attaches(c) or (not normalizer.keep_jamo and _composes(last, c))):
                     break
                 last = last if dropped else c  # "ㄱ\u200bㅏ" still composes to "가" once the ZWSP is dropped
                 j += 1

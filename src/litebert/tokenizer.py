@@ -294,7 +294,8 @@ def _read_settings(directory: Path) -> dict[str, Any]:
         if missing:
             raise ValueError(f"{path}: not a {SETTINGS_FILE} written by litebert (no {', '.join(missing)})")
         out = {"do_lower_case": bool(data["do_lower_case"]), "strip_accents": bool(data["strip_accents"])}
-        out["drop_invisible"] = bool(data.get("drop_invisible", False))  # absent: saved before the step existed
+        for step in ("drop_invisible", "keep_jamo", "nfc"):  # absent: saved before the step existed
+            out[step] = bool(data.get(step, False))
         return out | ({"model_sha256": data["model_sha256"]} if "model_sha256" in data else {})
     path = directory / "tokenizer_config.json"
     if path.is_file():
@@ -302,8 +303,23 @@ def _read_settings(directory: Path) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a JSON object, found {type(data).__name__}")
         flags = {"do_lower_case": data.get("do_lower_case", True), "strip_accents": not data.get("keep_accents", False)}
-        return flags | {"drop_invisible": False}  # a foreign tokenizer keeps transformers' own normalisation
-    return {"do_lower_case": True, "strip_accents": True, "drop_invisible": False}
+        return flags | _BEFORE_STEPS  # a foreign tokenizer keeps transformers' own normalisation
+    return {"do_lower_case": True, "strip_accents": True, **_BEFORE_STEPS}
+
+
+_BEFORE_STEPS = {"drop_invisible": False, "keep_jamo": False, "nfc": False}  # the official normalisation alone
+
+
+def _describe(n: Normalizer) -> str:
+    """The normalisation a tokenizer applies, in words (litebert_tokenizer.json)."""
+    steps = ["drop Cc/Cf"] if n.drop_invisible else []
+    steps += ["collapse spaces", "`` '' -> \""]
+    if n.strip_accents:
+        steps.append("NFKD (compatibility jamo kept), drop combining marks, NFC" if n.keep_jamo else
+                     "NFKD, drop combining marks, NFC")  # fmt: skip
+    elif n.nfc:
+        steps.append("NFC")
+    return "; ".join(steps + (["lowercase"] if n.do_lower_case else []))
 
 
 def write_settings(tok: Tokenizer, **extra) -> None:
@@ -315,7 +331,9 @@ def write_settings(tok: Tokenizer, **extra) -> None:
         "do_lower_case": tok.normalizer.do_lower_case,
         "strip_accents": tok.normalizer.strip_accents,
         "drop_invisible": tok.normalizer.drop_invisible,
-        "normalization": "drop Cc/Cf; collapse spaces; `` '' -> \"; NFKD, drop combining marks, NFC; lowercase",
+        "keep_jamo": tok.normalizer.keep_jamo,
+        "nfc": tok.normalizer.nfc,
+        "normalization": _describe(tok.normalizer),
         "special_tokens": SPECIAL_TOKENS,
         **extra,
     }

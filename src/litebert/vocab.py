@@ -22,9 +22,10 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers.models import Unigram
 
 from litebert.config import read_json
-from litebert.normalize import char_class, combining_marks, invisible_chars
+from litebert.normalize import COMPAT_JAMO, char_class, combining_marks, invisible_chars
 from litebert.tokenizer import DIGIT_COMMA, MODEL_FILE, SETTINGS_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
 
+_STAND_IN = 0xF0000 - 0x3100  # compatibility jamo U+31xx -> plane 15 private use, U+F00xx (see hf_normalizer)
 ADDED_MARGIN = 1 / 64  # log-probability by which an added word's piece beats the word's old best segmentation
 
 
@@ -39,7 +40,14 @@ def hf_normalizer(tok: Tokenizer, charsmap: bytes = b"") -> normalizers.Normaliz
         # Python's unicodedata.combining (what preprocess_text drops) as an explicit class; tokenizers'
         # StripAccents uses the Mark categories instead, which differ (e.g. spacing marks of Indic scripts).
         strip = normalizers.Replace(Regex(char_class(combining_marks(), oniguruma=True)), "")
+        # Compatibility jamo are kept from NFKD as private-use stand-ins (which no later step changes) and
+        # put back after NFC: tokenizers' Replace has no per-character mapping, so one step each way per jamo.
+        jamo = [(chr(cp), chr(_STAND_IN + cp)) for cp in COMPAT_JAMO] if tok.normalizer.keep_jamo else []
+        steps += [normalizers.Replace(j, stand_in) for j, stand_in in jamo]
         steps += [normalizers.NFKD(), strip, normalizers.NFC()]
+        steps += [normalizers.Replace(stand_in, j) for j, stand_in in jamo]
+    elif tok.normalizer.nfc:
+        steps.append(normalizers.NFC())
     if tok.normalizer.do_lower_case:
         steps.append(normalizers.Lowercase())
     if charsmap:
