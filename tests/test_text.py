@@ -131,6 +131,12 @@ def test_cr_only_line_ends_are_lines(tmp_path, suffix):
     expected = [["Line one here.", "Line two here."], ["A new document \xe9.", "Bad \ufffd byte."]]
     assert docs["cr"] == docs["lf"] == expected
     assert [m.split(":", 1)[1] for m in reports["cr"].messages] == [m.split(":", 1)[1] for m in reports["lf"].messages]
+    # a first line longer than the head once looked at, and a stray CR in a CRLF file (not a line end)
+    (tmp_path / "long.txt").write_bytes(b"word " * 5000 + b"end.\r\rSecond doc.\r")
+    assert [len(d) for d in read_documents([tmp_path / "long.txt"], config=ReadConfig(split=False))] == [1, 1]
+    (tmp_path / "stray.txt").write_bytes(b"a stray \r here.\r\nNext line.\r\n\r\nSecond doc.\r\n")
+    assert list(read_documents([tmp_path / "stray.txt"], config=ReadConfig(split=False))) == [
+        ["a stray here.", "Next line."], ["Second doc."]]  # fmt: skip
 
 
 def test_invalid_utf8_is_replaced_counted_and_located(tmp_path):
@@ -236,6 +242,16 @@ def test_bz2_corpora_are_read_and_a_cut_one_is_named(tmp_path):
     cut.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(ValueError, match=r"cut\.txt\.bz2: cannot read past line \d+"):
         list(read_documents([cut]))
+
+
+def test_a_file_given_twice_is_read_once_and_compressed_output_by_any_suffix_case(tmp_path):
+    (tmp_path / "a.txt").write_text("One sentence here. Two here.\n\nA second document.\n")
+    with pytest.warns(UserWarning, match=r"1 file\(s\) given more than once are read once \(first: .*a.txt\)"):
+        docs = list(read_documents([tmp_path, tmp_path / "a.txt"]))  # its directory, then the file itself
+    assert docs == [["One sentence here.", "Two here."], ["A second document."]]
+    for name in ("out.txt.BZ2", "out.txt.GZ", "out.txt.gz"):
+        prepare(tmp_path / "a.txt", tmp_path / name)
+        assert list(read_documents(tmp_path / name)) == docs  # compressed, and read back as such
 
 
 def test_one_path_given_alone_is_one_path(tmp_path):

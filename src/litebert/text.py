@@ -9,16 +9,19 @@ bytes (replaced, counted with file and byte offset in a `TextReport`) and splits
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
 import json
 import logging
 import os
 import re
+import warnings
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from litebert.files import format_suffix, open_bytes
 from litebert.sentences import split_sentences, wrap_between_words
@@ -122,7 +125,11 @@ def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = ()) -> list[Path
             raise FileNotFoundError(f"no such file or directory: {path}")
     if skip:
         files = [f for f in files if not any(r == x or x in r.parents for r in [f.resolve()] for x in skip)]
-    return files
+    unique: dict[Path, Path] = {}  # resolved path -> the first mention of the file
+    again = [f for f in files if unique.setdefault(f.resolve(), f) is not f]
+    if again:  # a file read twice would put its text on both sides of the held-out split
+        warnings.warn(f"{len(again)} file(s) given more than once are read once (first: {again[0]})", stacklevel=2)
+    return list(unique.values())
 
 
 def read_documents(
@@ -233,6 +240,20 @@ def _split_incomplete(data: bytes) -> tuple[bytes, bytes]:
     return data, b""
 
 
+def _cr_line_ends(f: BinaryIO, block: int = 1 << 16, limit: int = 1 << 24) -> bool:
+    """Whether lines end in CR alone: a CR comes before any LF, and no LF in the 64 KB after it either (a stray
+    CR in a CRLF or LF file is no line end). Looked for in the first 16 MB: a first line may be long."""
+    total = 0
+    while total < limit:
+        seen = f.read(block)
+        total += len(seen)
+        if b"\n" in seen or not seen:
+            return False
+        if b"\r" in seen:
+            return b"\n" not in f.read(block)
+    return False
+
+
 class _CrAsLf(io.RawIOBase):
     """A file whose lines end in CR alone, read with each CR as LF: byte for byte, so offsets still hold."""
 
@@ -256,10 +277,11 @@ def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, st
             f.seek(0)
         else:
             pos = 3
-        head = f.read(8192)
-        f.seek(pos)
-        if b"\r" in head and b"\n" not in head:  # classic Mac OS line ends: CR alone
+        if _cr_line_ends(f):  # classic Mac OS line ends: CR alone
+            f.seek(pos)
             f = io.BufferedReader(_CrAsLf(f))
+        else:
+            f.seek(pos)
         while True:
             try:
                 data = f.readline(chunk)
@@ -383,7 +405,7 @@ def prepare(paths: Paths, out: str | Path, *, config: ReadConfig | None = None) 
     if any(p.resolve() == out.resolve() for p in path_list(paths)):
         raise ValueError(f"{out}: the output is also an input; write it elsewhere")
     tmp = out.with_name(out.name + ".tmp")
-    opener = gzip.open if out.suffix == ".gz" else open
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(out.suffix.lower(), open)  # as open_bytes reads it back
     docs = read_documents(paths, report=report, config=config, exclude=[out, tmp])  # checks the paths now
     try:
         with opener(tmp, "wt", encoding="utf-8", newline="\n") as f:
