@@ -149,6 +149,9 @@ def test_bad_inputs_and_a_corpus_smaller_than_one_batch(corpus, tokenizer_dir, t
         build(corpus[:1], tokenizer_dir, tmp_path / "one", _config(), read_config=PER_FILE, progress=False)
     with pytest.warns(UserWarning, match="the held-out split is empty: none of the 2 documents"):  # 2 x 0.1 < 0.5
         build(corpus[:2], tokenizer_dir, tmp_path / "two", _config(), read_config=PER_FILE, progress=False)
+    with pytest.warns(UserWarning, match=r"the training split is empty: all 2 documents were held out \(eval_fr"):
+        build(corpus[:2], tokenizer_dir, tmp_path / "all", _config(eval_fraction=0.999), read_config=PER_FILE,
+              progress=False)  # fmt: skip
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "e.txt").write_text("\n\n")

@@ -275,6 +275,12 @@ def build(
             f"(eval_fraction {config.eval_fraction}; {unit})",
             stacklevel=2,
         )
+    if not manifest["splits"]["train"]["examples"]:  # pretraining would refuse it: said now, where it is made
+        warnings.warn(
+            f"{out}: the training split is empty: all {totals['documents']:,} documents were held out "
+            f"(eval_fraction {config.eval_fraction}); lower --eval-fraction",
+            stacklevel=2,
+        )
     lonely = totals["one_document_windows"]  # the last window, with what is left of the corpus, does not count
     if config.objective != "none" and lonely and totals["documents"] > 1:
         warnings.warn(
