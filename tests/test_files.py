@@ -41,3 +41,7 @@ def test_write_json_is_atomic_readable_utf8(tmp_path):
     assert "긍정" in text and "말뭉치/법률.txt" in text and "\\u" not in text  # read as itself, not escaped
     assert json.loads(text)["labels"] == ["긍정", "부정"]
     assert [p.name for p in tmp_path.iterdir()] == ["meta.json"]  # no temporary file left beside it
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(IsADirectoryError, match="dir: is a directory; name the JSON file to write"):
+        write_json({}, tmp_path / "dir")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "meta.json"]  # no .dir.tmp left behind

@@ -43,7 +43,12 @@ def write_json(data: Any, path: str | Path, *, sort_keys: bool = False) -> None:
     run resumed after a kill, never finds half a file; text in any script stays readable (no \\u escapes: a
     Korean label or file name reads as itself), and `sort_keys` gives equal bytes for equal dicts."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a directory; name the JSON file to write")
     tmp = path.with_name(f".{path.name}.tmp")
     text = json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=False)
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # nothing left behind by a failed write
