@@ -348,3 +348,15 @@ def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, c
     assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "x.npy"),
                  "--max-seq-length", "600"]) == 2  # fmt: skip
     assert "max_seq_length 600 (--max-seq-length) exceeds the model's 128 positions" in capsys.readouterr().err
+
+
+def test_labels_naming_the_same_number_two_ways_are_pointed_out(tmp_path):
+    from litebert.tasks.classification import ClassificationTask, read_labeled_table
+
+    path = tmp_path / "t.csv"
+    path.write_text("sentence,label\ngood,1\nbad,2\nfine,1.0\n")
+    examples = read_labeled_table(path, ("sentence",), "label")
+    state: dict = {}
+    with pytest.warns(UserWarning, match=r"t.csv: labels \['1', '1.0'\] are the same number but different classes"):
+        targets = ClassificationTask()._targets(path, examples, state, True)
+    assert state["labels"] == ["1", "1.0", "2"] and [int(t) for t in targets] == [0, 2, 1]  # read as written

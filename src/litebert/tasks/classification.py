@@ -86,6 +86,20 @@ def featurize(
     return feats
 
 
+def _warn_same_numbers(path: str | Path, labels: list[str]) -> None:
+    """Class names are text: "1" and "1.0" are two classes. Said when they name the same number."""
+    by_value: dict[float, list[str]] = {}
+    for label in labels:
+        try:
+            by_value.setdefault(float(label), []).append(label)
+        except ValueError:
+            continue
+    same = [names for names in by_value.values() if len(names) > 1]
+    if same:
+        warnings.warn(f"{path}: labels {same[0]} are the same number but different classes (class names are "
+                      "compared as text); write each class one way", stacklevel=3)  # fmt: skip
+
+
 class ClassificationTask:
     name = "classification"
     head = "sequence"
@@ -106,6 +120,7 @@ class ClassificationTask:
     def _targets(self, path: str | Path, examples: list[TextExample], state: dict, training: bool) -> list:
         if training:
             state["labels"] = sorted({str(ex.label) for ex in examples})
+            _warn_same_numbers(path, state["labels"])
             if len(state["labels"]) < 2:
                 raise ValueError(
                     f"{path}: every training example has the label {state['labels'][0]!r}; classification needs "
