@@ -360,3 +360,21 @@ def test_labels_naming_the_same_number_two_ways_are_pointed_out(tmp_path):
     with pytest.warns(UserWarning, match=r"t.csv: labels \['1', '1.0'\] are the same number but different classes"):
         targets = ClassificationTask()._targets(path, examples, state, True)
     assert state["labels"] == ["1", "1.0", "2"] and [int(t) for t in targets] == [0, 2, 1]  # read as written
+
+
+def test_an_interrupted_rerun_leaves_no_results_of_another_run(ft_cfg, tmp_path, monkeypatch):
+    import litebert.finetune
+
+    data = str(FIXTURES / "sst2.tsv")
+    finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=1, lr=2e-5))
+    assert (tmp_path / "results.json").is_file()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(litebert.finetune, "write_results", interrupted)  # killed after the new run's saves
+    with pytest.warns(UserWarning, match="replacing the results"), pytest.raises(KeyboardInterrupt):
+        finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=2, eval_every=1, lr=1e-3))
+    assert not (tmp_path / "results.json").exists()  # the old run's would describe the new run's best/
+    assert json.loads((tmp_path / "best" / "finetune.json").read_text())["config"]["lr"] == 1e-3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]  # saved whole, swapped in: no .best.tmp left

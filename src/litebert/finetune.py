@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import time
 import warnings
 from collections.abc import Iterator
@@ -312,8 +313,10 @@ def _finetune(cfg: FinetuneConfig, device: torch.device) -> FinetuneResult:
             losses = []
             # The first evaluation always saves, so best/ exists even when the metric is NaN.
             if metrics[task.main_metric] > result.best_value or not result.best_step:
+                if not result.best_step:  # an earlier run's results would describe this run's best/
+                    (out / RESULTS_FILE).unlink(missing_ok=True)
                 result.best_value, result.best_step = metrics[task.main_metric], step
-                save_finetuned(model, result.best_dir, task.name, state, cfg, tok)
+                _save_whole(model, result.best_dir, task.name, state, cfg, tok)
     result.results_path = write_results(result, cfg, state, train, dev)
     return result
 
@@ -333,6 +336,19 @@ def write_results(result: FinetuneResult, cfg: FinetuneConfig, state: dict, trai
     path = Path(cfg.out) / RESULTS_FILE
     write_json(payload, path)
     return path
+
+
+def _save_whole(model: FinetuneModel, directory: Path, task: str, state: dict, cfg: FinetuneConfig, tok: Any) -> None:
+    """save_finetuned into a fresh directory, then swapped in: an interrupted save never pairs one step's model
+    with another's head."""
+    fresh, old = directory.with_name(f".{directory.name}.tmp"), directory.with_name(f".{directory.name}.old")
+    for leftover in (fresh, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    save_finetuned(model, fresh, task, state, cfg, tok)
+    if directory.exists():
+        directory.rename(old)
+    fresh.rename(directory)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def save_finetuned(
