@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
 import pytest
 
 from litebert.tasks.classification import read_labeled_table
+from litebert.tasks.common import Report
 from litebert.tasks.conll import chunks, entity_scores, read_conll
 from litebert.tasks.race import read_race
 from litebert.tasks.similarity import read_lee, read_scored_pairs
@@ -118,6 +120,70 @@ def test_a_json_file_given_to_the_conll_reader_is_refused(tmp_path):
     brackets = tmp_path / "ok.txt"
     brackets.write_text("[ O\nhello O\n] O\n")  # a bracket is a word like any other
     assert read_conll(brackets)[0].words == ["[", "hello", "]"]
+
+
+def test_conll_comment_lines_are_skipped_and_counted_but_a_hash_word_is_read(tmp_path):
+    # MultiCoNER: "# id <uuid> domain=<x>" before each sentence, words as "word _ _ tag"
+    path = tmp_path / "en_train.conll"
+    path.write_text(
+        "# id 3f9a2c1e-0001 domain=en\nanthony _ _ B-PER\nhopkins _ _ I-PER\n\n"
+        "# id 3f9a2c1e-0002 domain=en\n# _ _ O\nwhales _ _ O\n"
+    )
+    with pytest.warns(UserWarning, match=r"en_train.conll: 2 x comment line skipped .*\(first: line 1, line 5\)"):
+        sentences = read_conll(path)
+    assert [(s.words, s.tags, s.lines) for s in sentences] == [
+        (["anthony", "hopkins"], ["B-PER", "I-PER"], [2, 3]),
+        (["#", "whales"], ["O", "O"], [6, 7]),  # "# _ _ O" holds no "=": a word
+    ]
+    report = Report(str(path))  # the task's report counts them (and warns once, with its other counts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read_conll(path, report)
+    assert sum(report.counts.values()) == 2
+    # a "#" word in a tweet corpus and in CoNLL-2003's four columns is a word, with no warning
+    (tmp_path / "tweets.txt").write_text("#\tO\nwhales\tB-ANIMAL\n\n# # I-NP O\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tweets = read_conll(tmp_path / "tweets.txt")
+    assert [(s.words, s.tags) for s in tweets] == [(["#", "whales"], ["O", "B-ANIMAL"]), (["#"], ["O"])]
+
+
+def test_conll_tab_separated_columns_are_stripped(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_text("EU\tB-ORG \nrejects \tO \nGerman\t B-MISC\r\n")  # trailing spaces from an editor
+    sentence = read_conll(path)[0]
+    assert sentence.words == ["EU", "rejects", "German"] and sentence.tags == ["B-ORG", "O", "B-MISC"]
+    assert chunks(sentence.tags) == {("ORG", 0, 0), ("MISC", 2, 2)}  # "O " is no entity
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2"])
+def test_a_truncated_compressed_task_file_is_named(tmp_path, suffix):
+    import bz2
+    import gzip
+
+    compress = gzip.compress if suffix == ".gz" else bz2.compress
+    conll = "".join(f"word{i} O\n" + ("\n" if i % 10 == 9 else "") for i in range(20_000))
+    table = "sentence\tlabel\n" + "".join(f"a fine film number {i}\t1\n" for i in range(20_000))
+    squad = (FIXTURES / "squad_v1.json").read_text()
+    race = (FIXTURES / "race.json").read_text()
+    # gzip yields the lines before the cut; bz2 nothing of a block it cannot finish
+    past = r"cannot read past line \d{3,}: " if suffix == ".gz" else r"cannot read past line \d+: "
+    cases = [
+        ("t.conll", conll, read_conll, past),
+        ("t.tsv", table, lambda p: read_labeled_table(p, ("sentence",), "label"), past),
+        ("s.json", squad, read_squad, r"cannot read to its end: "),
+        ("r.json", race, read_race, r"cannot read to its end: "),
+    ]
+    for name, text, read, message in cases:
+        path = tmp_path / (name + suffix)
+        data = compress(text.encode())
+        path.write_bytes(data[: len(data) * 3 // 4])  # a download cut short
+        with pytest.raises(ValueError, match=re.escape(str(path)) + ": " + message):
+            read(path)
+    path = tmp_path / ("bad.conll" + suffix)
+    path.write_bytes(compress(b"word O\n")[:10] + b"\xff" * 40)  # corrupt, not just cut
+    with pytest.raises(ValueError, match=r"bad.conll" + re.escape(suffix) + r": cannot read"):
+        read_conll(path)
 
 
 def test_conllu_reader_takes_forms_and_upos(tmp_path):

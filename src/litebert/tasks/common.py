@@ -7,6 +7,7 @@ import csv
 import io
 import itertools
 import warnings
+import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -80,33 +81,47 @@ def json_type(value: object) -> str:
 csv.field_size_limit(1 << 30)  # the default 128 KiB stops at one long document in a classification file
 
 
+READ_ERRORS = (OSError, EOFError, zlib.error)  # what gzip and bz2 raise for a truncated or corrupt file
+
+
 class _Utf8Text:
-    """A text file whose UTF-8 errors name the file and line (a bare UnicodeDecodeError names neither)."""
+    """A text file whose UTF-8 errors name the file and line (a bare UnicodeDecodeError names neither), and
+    whose truncated or corrupt compression names the file and how far it was read (a bare EOFError neither)."""
 
     def __init__(self, path: Path):
         self.path = path
         self.f = io.TextIOWrapper(open_bytes(path), encoding="utf-8-sig", newline="")
 
     def _error(self) -> ValueError:
-        with open_bytes(self.path) as raw:
-            for n, line in enumerate(raw, 1):
-                try:
-                    line.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    return ValueError(f"{self.path}: line {n}: not UTF-8 (byte {exc.start + 1} of the line)")
+        try:
+            with open_bytes(self.path) as raw:
+                for n, line in enumerate(raw, 1):
+                    try:
+                        line.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        return ValueError(f"{self.path}: line {n}: not UTF-8 (byte {exc.start + 1} of the line)")
+        except READ_ERRORS as exc:  # garbage decompressed from a corrupt file, then the end of what can be read
+            return ValueError(f"{self.path}: cannot read to its end: {exc}")
         return ValueError(f"{self.path}: not UTF-8")
 
     def __iter__(self) -> Iterator[str]:
+        n = 0  # lines read
         try:
-            yield from self.f
+            for line in self.f:
+                n += 1
+                yield line
         except UnicodeDecodeError:
             raise self._error() from None
+        except READ_ERRORS as exc:  # as litebert.text says it for corpora
+            raise ValueError(f"{self.path}: cannot read past line {n + 1}: {exc}") from exc
 
     def read(self, size: int = -1) -> str:
         try:
             return self.f.read(size)
         except UnicodeDecodeError:
             raise self._error() from None
+        except READ_ERRORS as exc:
+            raise ValueError(f"{self.path}: cannot read to its end: {exc}") from exc
 
     def close(self) -> None:
         self.f.close()

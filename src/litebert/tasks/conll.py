@@ -2,7 +2,9 @@
 between sentences, `-DOCSTART-` lines ignored (the CoNLL-2003 NER layout; two-column word/tag files too).
 Universal Dependencies' CoNLL-U (named .conllu, or 10 tab-separated columns opening with a word id) is read
 too: `#` comment lines, multiword-token ranges (3-4) and empty nodes (5.1) are skipped, and the tag is the
-UPOS column.
+UPOS column. In other files a line whose first column is "#" and whose other columns hold a "=" is a
+comment, skipped and counted (MultiCoNER's "# id <uuid> domain=en", "# sent_id = 1"): no tag holds a "=", so a
+"#" word with its tag ("# O" in a tweet corpus, "# # I-NP O" in CoNLL-2003) is still read as a word.
 
 Words are encoded one by one; the tag goes on a word's first piece and the other pieces are ignored in the
 loss (-100), the usual BERT recipe for NER. A sentence longer than max_seq_length - 2 pieces is cut and
@@ -28,6 +30,7 @@ from litebert.tasks.metrics import accuracy, f1_macro
 
 IGNORE = -100
 CONLLU_ID = re.compile(r"\d+(?:[-.]\d+)?")  # a word (7), a multiword token's range (3-4), an empty node (5.1)
+COMMENT = "comment line skipped (first column '#', another holding '=')"  # as the report counts them
 
 
 @dataclass
@@ -42,23 +45,24 @@ class TaggedSentence:
         return self.lines[0]
 
 
-def read_conll(path: str | Path) -> list[TaggedSentence]:
-    """Sentences of a CoNLL file; a file whose lines hold a single column is read as unlabelled words."""
+def read_conll(path: str | Path, report: Report | None = None) -> list[TaggedSentence]:
+    """Sentences of a CoNLL file; a file whose lines hold a single column is read as unlabelled words.
+    Skipped comment lines are counted in `report`, or warned about when there is none."""
     out: list[TaggedSentence] = []
     words: list[str] = []
     tags: list[str] = []
     lines: list[int] = []
     conllu = is_conllu(path)
+    own = report is None
+    report = Report(str(path)) if report is None else report
     with open_text(path) as f:
         for n, raw in enumerate(f, 1):
-            if conllu:
-                cols = _conllu_columns(raw, path, n)
-                if cols is None:  # a comment, a multiword token's range or an empty node
-                    continue
-            else:
-                # columns are tab- or space-separated; other whitespace (a no-break space in "10 000") is in the word
-                cols = raw.strip("\r\n").split("\t") if "\t" in raw else raw.strip("\r\n").split(" ")
-                cols = [c for c in cols if c.strip()]
+            cols = _conllu_columns(raw, path, n) if conllu else _columns(raw)
+            if cols is None:  # a comment, a multiword token's range or an empty node
+                continue
+            if not conllu and _is_comment(cols):
+                report.add(COMMENT, f"line {n}")
+                continue
             if not cols or cols[0] == "-DOCSTART-":
                 if words:
                     out.append(TaggedSentence(words, tags if tags else None, lines))
@@ -76,7 +80,23 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
         out.append(TaggedSentence(words, tags if tags else None, lines))
     if not out:
         raise ValueError(f"{path}: no sentences")
+    if own:
+        report.warn()
     return out
+
+
+def _columns(raw: str) -> list[str]:
+    """The columns of a line of a CoNLL (not CoNLL-U) file, each stripped; [] for a blank line."""
+    # columns are tab- or space-separated; other whitespace (a no-break space in "10 000") is in the word, but
+    # not at a column's edge: "B-PER \n" is the tag "B-PER" (an "O " would otherwise be an entity type "O ")
+    line = raw.strip("\r\n")
+    cols = [c.strip() for c in line.split("\t" if "\t" in line else " ")]
+    return [c for c in cols if c]
+
+
+def _is_comment(cols: list[str]) -> bool:
+    """A metadata line ("# id <uuid> domain=en"): no tag holds "=", so a "#" word and its tag is not one."""
+    return len(cols) > 1 and cols[0] == "#" and any("=" in c for c in cols[1:])
 
 
 def is_conllu(path: str | Path) -> bool:
@@ -178,7 +198,8 @@ class TokenClassificationTask:
     main_metric = "f1"
 
     def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
-        sentences = read_conll(path)
+        report = Report(str(path))
+        sentences = read_conll(path, report)
         labelled = mode != "predict" and all(s.tags for s in sentences)  # predicting ignores any tags
         if mode != "predict" and not labelled:
             first = next(s for s in sentences if not s.tags)
@@ -192,7 +213,6 @@ class TokenClassificationTask:
                     raise ValueError(
                         f"{path}: line {s.lines[k]}: tag {t!r} never seen in training; known tags: {state['labels']}"
                     )
-        report = Report(str(path))
         feats, firsts = featurize(sentences, tok, cfg.max_seq_length, index if labelled else None, report)
         return TaskData(features=feats, examples=sentences, report=report, meta=firsts)
 
