@@ -83,6 +83,36 @@ def test_metrics_jsonl_resume_truncation_and_plot(tmp_path: Path) -> None:
     assert main(["plot", str(tmp_path / "nowhere")]) == 2
 
 
+def test_malformed_metrics_lines_and_values_are_skipped_with_one_warning(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"step": 1, "split": "train", "loss": 4.0, "lr": 1e-3}),
+        "[1, 2]",  # JSON, but no record
+        "not json at all",
+        json.dumps({"step": 2, "split": "train", "loss": "abc", "lr": 1e-3}),  # a hand edit
+        json.dumps({"step": "three", "loss": 3.0}),
+        "",
+        json.dumps({"step": 3, "split": "train", "loss": 2.0, "lr": None}),  # null: a non-finite value, no warning
+        json.dumps({"step": 3, "split": "eval", "eval_loss": 2.5, "eval_mlm_acc": [0.5]}),
+    ]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n" + '{"step": 4, "lo')  # and a cut last line
+    message = (
+        r"metrics.jsonl: 3 line\(s\) skipped that are not a JSON object with a numeric 'step' \(first: line 2\); "
+        r"2 non-numeric value\(s\) ignored \(first: line 4, 'loss': \"abc\"\)$"
+    )
+    with pytest.warns(UserWarning, match=message) as caught:
+        records = read_metrics(tmp_path)
+    assert len(caught) == 1
+    assert records == [
+        {"step": 1, "split": "train", "loss": 4.0, "lr": 1e-3},
+        {"step": 2, "split": "train", "lr": 1e-3},
+        {"step": 3, "split": "train", "loss": 2.0, "lr": None},
+        {"step": 3, "split": "eval", "eval_loss": 2.5},
+    ]
+    with pytest.warns(UserWarning, match="metrics.jsonl: 3 line"):
+        paths = plot_run(tmp_path)  # numbers only: no category axis, no crash
+    assert {p.name for p in paths} == {"loss.png", "lr.png"}
+
+
 def test_plot_without_matplotlib_says_how_to_install(tmp_path: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
     import builtins
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -82,17 +83,61 @@ def _step_of(line: str) -> int:
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    """All records of RUN_DIR/metrics.jsonl (a last line cut by a kill is ignored)."""
+    """All records of RUN_DIR/metrics.jsonl. A last line cut by a kill is ignored; any other line that is no
+    record (not a JSON object with a numeric "step") is skipped, and a value that is no number (nor null, the
+    logger's non-finite) is dropped, with one warning naming the file, the counts and the first lines, so a
+    hand-edited or foreign file neither crashes `litebert plot` nor gets plotted as categories."""
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no metrics file (is {run_dir} a litebert pretrain run directory?)")
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+    text = path.read_text()
+    lines = text.splitlines()
+    records, bad_lines, bad_values = [], [], []
+    for n, line in enumerate(lines, 1):
+        record = _record(line)
+        if record is None:
+            if line.strip() and not (n == len(lines) and not text.endswith("\n")):  # a cut last line: expected
+                bad_lines.append(n)
             continue
+        for key, value in list(record.items()):
+            if not _is_value(key, value):
+                bad_values.append((n, key, value))
+                del record[key]
+        records.append(record)
+    problems = []
+    if bad_lines:
+        problems.append(
+            f"{len(bad_lines)} line(s) skipped that are not a JSON object with a numeric 'step' "
+            f"(first: line {bad_lines[0]})"
+        )
+    if bad_values:
+        n, key, value = bad_values[0]
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        problems.append(f"{len(bad_values)} non-numeric value(s) ignored (first: line {n}, {key!r}: {shown})")
+    if problems:
+        warnings.warn(f"{path}: " + "; ".join(problems), stacklevel=2)
     return records
+
+
+def _record(line: str) -> dict[str, Any] | None:
+    """The JSON object on `line` if it is one with a numeric step (every record has one: plots and resume use it)."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(record, dict) or not _is_number(record.get("step")):
+        return None
+    return record
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_value(key: str, value: Any) -> bool:
+    """A record's "split" names its curve; every other value is a number, or null for a non-finite one."""
+    return isinstance(value, str) if key == "split" else value is None or _is_number(value)
 
 
 _PANELS = (
