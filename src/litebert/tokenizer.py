@@ -104,7 +104,9 @@ class Tokenizer:
         """True where a piece starts a word: a "▁" prefix, punctuation or symbols only, or a special piece (the
         design notes' rule). The official _is_start_piece also starts a word at every piece holding a character
         outside a-z (digits, Hangul, any non-Latin script), so it masks such text piece by piece; here a
-        space-separated word (a Korean eojeol, a number) is masked whole, as an English word is."""
+        space-separated word (a Korean eojeol with its particles, a number) is masked whole, as an English word
+        is, up to punctuation inside it: "체포·구속" is the words "체포" and "·구속", as "well-known" is "well" and
+        "-known"; a lone "▁" before punctuation is a word of its own, as in the official rule."""
         mask = np.zeros(self.vocab_size, dtype=bool)
         for i, piece in enumerate(self.pieces):
             mask[i] = (
