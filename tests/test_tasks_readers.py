@@ -94,6 +94,8 @@ def test_race_list_file_and_official_directory_layout(tmp_path):
         d.mkdir(parents=True, exist_ok=True)
         (d / item["id"]).write_text(json.dumps(item))
     assert len(read_race(tmp_path / "RACE")) == 8
+    (d / "._0.txt").write_bytes(b"\x00\x05\x16\x07 Mac metadata \xff")  # macOS AppleDouble files: hidden, skipped
+    assert len(read_race(tmp_path / "RACE")) == 8
     import gzip
 
     with gzip.open(tmp_path / "RACE" / "dev" / "more.json.gz", "wt") as f:

@@ -21,6 +21,7 @@ import numpy as np
 from litebert.files import format_suffix
 from litebert.tasks.base import TaskData
 from litebert.tasks.common import Report, TokenizerLike, json_type, open_text, preview
+from litebert.text import iter_files
 
 
 @dataclass
@@ -35,7 +36,7 @@ class ChoiceExample:
 def _objects(path: Path) -> list[tuple[str, dict]]:
     if path.is_dir():
         kinds = (".txt", ".json", ".jsonl")  # compressed too (a.json.gz), as every task file
-        files = sorted(p for p in path.rglob("*") if p.is_file() and format_suffix(p) in kinds)
+        files = [p for p in iter_files([path]) if format_suffix(p) in kinds]  # sorted; hidden ones (._x.txt) left out
         if not files:
             raise FileNotFoundError(f"{path}: no RACE .txt/.json/.jsonl files (or .gz/.bz2 of them) in this directory")
         return [obj for p in files for obj in _objects(p)]
