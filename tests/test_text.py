@@ -222,6 +222,10 @@ def test_utf16_and_truncated_gzip_are_named(tmp_path):
     report = TextReport()
     list(read_documents([tmp_path], report=report))
     assert "wide.txt: skipped, UTF-32 text" in report.messages[0]
+    (tmp_path / "wide.txt").write_bytes("대한민국은 민주공화국이다. 주권은 국민에게 있다.\n".encode("cp949") * 4)
+    report = TextReport()
+    list(read_documents([tmp_path], report=report))
+    assert "wide.txt: skipped, EUC-KR/CP949 text (litebert reads UTF-8: convert it" in report.messages[0]
     whole = gzip.compress(("A sentence of text. " * 50 + "\n").encode() * 2000)
     cut = tmp_path / "cut.txt.gz"
     cut.write_bytes(whole[: len(whole) // 2])

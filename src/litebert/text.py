@@ -198,6 +198,12 @@ def _not_text(path: Path) -> str | None:
         return "UTF-16 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8)"
     bad = head[:-4].decode("utf-8", errors="replace").count("\ufffd")
     if head.count(b"\x00") > len(head) // 100 or (len(head) > 64 and bad > len(head) // 10):
+        try:  # Korean files saved by older Windows tools
+            korean = any("\uac00" <= c <= "\ud7a3" for c in head[:-2].decode("cp949"))
+        except UnicodeDecodeError:
+            korean = False
+        if korean and b"\x00" not in head:
+            return "EUC-KR/CP949 text (litebert reads UTF-8: convert it, e.g. iconv -f CP949 -t UTF-8)"
         return "looks like a binary file (many NUL bytes or mostly invalid UTF-8)"
     return None
 
