@@ -378,3 +378,6 @@ def test_an_interrupted_rerun_leaves_no_results_of_another_run(ft_cfg, tmp_path,
     assert not (tmp_path / "results.json").exists()  # the old run's would describe the new run's best/
     assert json.loads((tmp_path / "best" / "finetune.json").read_text())["config"]["lr"] == 1e-3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]  # saved whole, swapped in: no .best.tmp left
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="file: --out is a file; it names the directory"):
+        finetune(ft_cfg(tmp_path / "file", task="classification", train=data, dev=data, max_steps=1))

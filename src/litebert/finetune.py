@@ -270,6 +270,8 @@ def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json."""
     cfg = dataclasses.replace(cfg)  # defaults filled in below (max_seq_length) stay out of the caller's config
     device = resolve_device(cfg)  # before the model and data are read: an unusable --device fails at once
+    if Path(cfg.out).exists() and not Path(cfg.out).is_dir():  # found now, not at the first save after training
+        raise NotADirectoryError(f"{cfg.out}: --out is a file; it names the directory to write the run into")
     if (Path(cfg.out) / RESULTS_FILE).exists():  # scripts rerun into one directory: replace, but say so
         warnings.warn(f"{cfg.out}: replacing the results and best checkpoint of an earlier run", stacklevel=2)
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
