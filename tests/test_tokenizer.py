@@ -374,6 +374,43 @@ def test_words_added_in_several_calls_stay_whole_and_errors_name_the_line(tokeni
             add_words(tokenizer_dir, words, tmp_path / "bad")
 
 
+def test_a_tokenizer_is_never_written_over_a_model_or_the_tokenizer_it_extends(
+    model_dir, shared_data, tmp_path, capsys
+):
+    ko = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
+    model, words = tmp_path / "model", tmp_path / "words.txt"
+    words.write_text("harpooneerz\n")
+    shutil.copytree(model_dir, model)  # config.json + model.safetensors + its 3,000-piece tokenizer
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    assert main(["tokenizer", "train", str(ko), "--vocab-size", "500", "--out", str(model)]) == 2
+    assert f"{model}: holds a model (config.json, model.safetensors)" in capsys.readouterr().err
+    assert main(["tokenizer", "add-words", str(model), str(words), "--out", str(model)]) == 2
+    assert f"{model}: the output is the tokenizer being extended" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"model: holds a model .* write the tokenizer to a new directory"):
+        add_words(model_dir, ["harpooneerz"], model)
+    (model / "config.json").rename(model / "moved.json")
+    with pytest.raises(ValueError, match=r"model: holds a model \(model.safetensors\)"):  # weights alone count
+        train_tokenizer([ko], model, vocab_size=500)
+    (model / "moved.json").rename(model / "config.json")
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before  # the model and its tokenizer are intact
+    # a model's tokenizer extended into a new directory; then that one is extended in place: refused too
+    grown, _ = add_words(model, ["harpooneerz"], tmp_path / "grown")
+    with pytest.raises(ValueError, match="grown: the output is the tokenizer being extended"):
+        add_words(tmp_path / "grown", ["spermacetiq"], tmp_path / "grown" / ".")
+    assert Tokenizer.load(tmp_path / "grown").checksum == grown.checksum
+    # a directory holding only an earlier tokenizer is replaced, as before: every file is written again
+    first = train_tokenizer([ko], tmp_path / "tok", vocab_size=500)
+    again, added = add_words(tmp_path / "grown", ["spermacetiq"], tmp_path / "tok")
+    assert added == ["spermacetiq"] and again.vocab_size == grown.vocab_size + 1
+    assert Tokenizer.load(tmp_path / "tok").checksum == again.checksum != first.checksum
+    settings = json.loads((tmp_path / "tok" / "litebert_tokenizer.json").read_text())
+    assert settings["added_words"] == ["harpooneerz", "spermacetiq"]
+    assert train_tokenizer([ko], tmp_path / "tok", vocab_size=500).checksum == first.checksum
+    assert "added_words" not in json.loads((tmp_path / "tok" / "litebert_tokenizer.json").read_text())
+    with pytest.raises(ValueError, match="words.txt: a file, not a directory"):
+        train_tokenizer([ko], words, vocab_size=500)
+
+
 def test_resize_model_vocab_keeps_outputs(tokenizer_dir, tok, tmp_path):
     torch.manual_seed(0)
     config = litebert.preset("tiny", vocab_size=tok.vocab_size)

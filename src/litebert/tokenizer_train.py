@@ -17,6 +17,7 @@ from tqdm import tqdm
 from litebert.normalize import Normalizer
 from litebert.text import Paths, ReadConfig, TextReport, read_documents
 from litebert.tokenizer import DIGIT_COMMA, MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
+from litebert.weights import CONFIG_FILE, WEIGHTS_FILE
 
 
 @dataclass(kw_only=True)
@@ -83,6 +84,25 @@ def sample_sentences(sentences: Iterator[str], size: int, rng: random.Random) ->
     return sample
 
 
+def check_tokenizer_out(out: Path, *, source: Path | None = None) -> None:
+    """Refuse an output directory a new tokenizer must not be written into: one holding a model (litebert,
+    fine-tuned or transformers), whose embeddings have one row per piece of the tokenizer beside them, or the
+    directory of `source`, the tokenizer being extended. A directory holding only an earlier tokenizer is
+    replaced: every tokenizer file is written again, and data built with the old one is refused by its sha256."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out}: a file, not a directory; --out names the tokenizer directory to write")
+    if source is not None and out.resolve() == source.resolve():
+        raise ValueError(f"{out}: the output is the tokenizer being extended; write the extended tokenizer to a new "
+                         "directory (--out), so that data and models built with this one keep their files")  # fmt: skip
+    found = [name for name in (CONFIG_FILE, WEIGHTS_FILE) if (out / name).is_file()]
+    if found:
+        raise ValueError(
+            f"{out}: holds a model ({', '.join(found)}), and a new tokenizer there would not match its embeddings; "
+            "write the tokenizer to a new directory (--out); `litebert pretrain --init-from MODEL --tokenizer NEW` "
+            "grows a model to a tokenizer extended with add-words"
+        )
+
+
 def train_tokenizer(
     inputs: Paths,
     out_dir: str | Path,
@@ -99,6 +119,7 @@ def train_tokenizer(
         cfg = dataclasses.replace(cfg, vocab_size=vocab_size)
     report = report if report is not None else TextReport()
     out = Path(out_dir)
+    check_tokenizer_out(out)  # before hours of reading and training
     docs = read_documents(inputs, report=report, config=cfg.read, exclude=[out])  # checks the paths now
     model = io.BytesIO()
     spm.set_random_generator_seed(cfg.seed)

@@ -24,6 +24,7 @@ from tokenizers.models import Unigram
 from litebert.config import read_json
 from litebert.normalize import COMPAT_JAMO, char_class, combining_marks, invisible_chars
 from litebert.tokenizer import DIGIT_COMMA, MODEL_FILE, SETTINGS_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
+from litebert.tokenizer_train import check_tokenizer_out
 
 _STAND_IN = 0xF0000 - 0x3100  # compatibility jamo U+31xx -> plane 15 private use, U+F00xx (see hf_normalizer)
 ADDED_MARGIN = 1 / 64  # log-probability by which an added word's piece beats the word's old best segmentation
@@ -137,6 +138,7 @@ def add_words(
 ) -> tuple[Tokenizer, list[str]]:
     """Write out_dir: the tokenizer of `tokenizer_dir` plus one "▁word" piece per new word, appended after the
     existing ids. Returns the new tokenizer and the words added (normalised; words already present are left).
+    out_dir is neither `tokenizer_dir` nor a model's directory (see check_tokenizer_out).
 
     Each new piece scores just above the best segmentation of its word under the old model (by ADDED_MARGIN,
     in log-probability), so a new word always encodes to its single piece. Other text keeps its pieces, except
@@ -147,6 +149,8 @@ def add_words(
     Words added by earlier add-words calls (recorded in the settings file) are scored again with this call's, as
     if added together: their ids stay, and a new word they begin with never splits them.
     """
+    out = Path(out_dir)
+    check_tokenizer_out(out, source=Path(tokenizer_dir))
     base = Tokenizer.load(tokenizer_dir)
     source = read_words(words) if not isinstance(words, list) else [("", w) for w in words]
     proto = model_pb2.ModelProto.FromString(base.model_proto)
@@ -175,7 +179,6 @@ def add_words(
         scorer = Tokenizer(_with_scores(proto, scores, added).SerializeToString(), base.normalizer)
     proto = _with_scores(proto, scores, added)  # the new words in the order of the words file
     proto.trainer_spec.vocab_size = len(proto.pieces)
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data = proto.SerializeToString()
     (out / MODEL_FILE).write_bytes(data)
