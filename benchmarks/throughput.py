@@ -153,8 +153,7 @@ class Pair:
     def __init__(self, config: litebert.ModelConfig, tmp: Path, finetune: bool = False):
         torch.manual_seed(0)
         self.ours = litebert.AlbertForPretraining(config)
-        litebert.save(self.ours, tmp / "ours")
-        hf.export_hf(tmp / "ours", tmp / "hf")
+        hf.save_hf(self.ours, tmp / "hf")  # written again for every pair
         self.theirs = transformers.AlbertForPreTraining.from_pretrained(tmp / "hf", attn_implementation="sdpa")
         if finetune:  # the same classifier on the pooled output for both
             self.ours_head = torch.nn.Linear(config.hidden_size, 2)

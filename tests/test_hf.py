@@ -113,8 +113,8 @@ def test_export_writes_transformers_config(tmp_path):
     assert config["model_type"] == "albert" and config["num_hidden_layers"] == 4
     assert (tmp_path / "hf" / "spiece.model").read_bytes() == b"fake sentencepiece bytes"
     (tmp_path / "ours" / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 512}))
-    hf.export_hf(tmp_path / "ours", tmp_path / "hf")
-    settings = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())
+    hf.export_hf(tmp_path / "ours", tmp_path / "hf2")
+    settings = json.loads((tmp_path / "hf2" / "tokenizer_config.json").read_text())
     assert settings["model_max_length"] == model.config.max_position == 128
 
 
@@ -224,6 +224,36 @@ def test_conversions_refuse_what_would_lose_or_change_a_model(tmp_path):
     torch.save(state, tmp_path / "legacy" / "pytorch_model.bin")
     with pytest.raises(ValueError, match="predictions.decoder.bias differs from predictions.bias"):
         litebert.load(tmp_path / "legacy")
+
+
+def test_conversions_refuse_a_destination_holding_a_model(tmp_path, capsys):
+    from litebert.cli import main
+
+    litebert.save(litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=100)), tmp_path / "ours")
+    litebert.save(litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=120)), tmp_path / "other")
+    hf.export_hf(tmp_path / "ours", tmp_path / "hf")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "other").iterdir()}
+    for direction, src in (("to-hf", "ours"), ("from-hf", "hf")):
+        assert main(["convert", direction, str(tmp_path / src), str(tmp_path / "other")]) == 2
+        err = capsys.readouterr().err
+        assert f"{tmp_path / 'other'}: already holds a model (config.json, model.safetensors)" in err
+    assert {p.name: p.read_bytes() for p in (tmp_path / "other").iterdir()} == before  # the model is intact
+    with pytest.raises(ValueError, match=r"hf: already holds a model \(config.json, model.safetensors\)"):
+        hf.export_hf(tmp_path / "other", tmp_path / "hf")  # an earlier export is not replaced either
+    (tmp_path / "hf" / "config.json").unlink()
+    with pytest.raises(ValueError, match=r"hf: already holds a model \(model.safetensors\)"):
+        hf.import_hf(tmp_path / "other", tmp_path / "hf")  # weights alone are a model too
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="file: a file, not a directory"):
+        hf.export_hf(tmp_path / "ours", tmp_path / "file")
+    # other files would pass for the converted model's own (ours has no tokenizer to copy over this one)
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "spiece.model").write_bytes(b"another model's tokenizer")
+    with pytest.raises(ValueError, match=r"tok: not empty \(spiece.model\)"):
+        hf.export_hf(tmp_path / "ours", tmp_path / "tok")
+    (tmp_path / "empty").mkdir()  # an empty directory is a fine destination
+    assert main(["convert", "to-hf", str(tmp_path / "ours"), str(tmp_path / "empty")]) == 0
+    assert litebert.load(tmp_path / "empty").config.vocab_size == 100
 
 
 def test_the_identity_projection_of_an_e_equals_h_model_takes_the_model_dtype():

@@ -284,8 +284,10 @@ def save_hf(
 
 
 def import_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
-    """Convert a transformers ALBERT directory into a litebert directory (tokenizer files included)."""
+    """Convert a transformers ALBERT directory into a litebert directory (tokenizer files included); dst_dir is
+    new or empty (see _check_destination)."""
     _check_distinct(src_dir, dst_dir)
+    _check_destination(dst_dir)
     return save(load_hf(src_dir), dst_dir, tokenizer_dir=src_dir)
 
 
@@ -293,8 +295,10 @@ def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
     """Convert a litebert directory into a transformers ALBERT directory (tokenizer files included). A
     fine-tuned directory becomes the transformers task model of its head (AlbertForSequenceClassification,
     ...ForTokenClassification, ...ForQuestionAnswering, ...ForMultipleChoice) with its labels; a head transformers
-    has no class for (mean pooling, the similarity bi-encoder) is left out, with a warning."""
+    has no class for (mean pooling, the similarity bi-encoder) is left out, with a warning. dst_dir is new or
+    empty (see _check_destination)."""
     _check_distinct(src_dir, dst_dir)
+    _check_destination(dst_dir)
     if (Path(src_dir) / META_FILE).is_file():
         return _export_finetuned(Path(src_dir), dst_dir)
     return save_hf(load(src_dir), dst_dir, tokenizer_dir=src_dir)
@@ -350,3 +354,25 @@ def _export_finetuned(src: Path, dst_dir: str | Path) -> Path:
 def _check_distinct(src_dir: str | Path, dst_dir: str | Path) -> None:
     if Path(src_dir).resolve() == Path(dst_dir).resolve():
         raise ValueError(f"{dst_dir}: the destination is the source; convert into another directory")
+
+
+# Files whose presence means a directory holds a model: litebert's, a fine-tuned one's, or transformers'.
+_MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorch_model.bin", HEAD_FILE, META_FILE)
+
+
+def _check_destination(dst_dir: str | Path) -> None:
+    """Refuse a destination that is not new or empty: a conversion writes some files and leaves the others, so
+    the directory would mix two models (one class's config.json beside another's weights or head), or the new
+    model with an old tokenizer when the source has none."""
+    dst = Path(dst_dir)
+    if dst.exists() and not dst.is_dir():
+        raise ValueError(f"{dst}: a file, not a directory; convert into a new or empty directory")
+    found = [name for name in _MODEL_FILES if (dst / name).is_file()]
+    if found:
+        raise ValueError(f"{dst}: already holds a model ({', '.join(found)}); convert into a new or empty directory, "
+                         "or remove this one first to replace it")  # fmt: skip
+    others = sorted(p.name for p in dst.iterdir()) if dst.is_dir() else []
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise ValueError(f"{dst}: not empty ({shown}); convert into a new or empty directory, so that no file "
+                         "there is mistaken for part of the converted model")  # fmt: skip
