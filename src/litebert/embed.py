@@ -30,10 +30,17 @@ class Embeddings:
 
 
 def load_encoder(directory: str | Path) -> tuple[Albert, Any]:
-    """The backbone and tokenizer of a litebert / transformers ALBERT / fine-tuned model directory."""
+    """The backbone and tokenizer of a litebert / transformers ALBERT / fine-tuned model directory; a tokenizer
+    whose size is not the model's vocab_size is refused, as fine-tuning refuses it (finetune.load_pretrained)."""
     from litebert.finetune import load_tokenizer
 
-    return litebert.load(directory).albert, load_tokenizer(directory)
+    model, tok = litebert.load(directory), load_tokenizer(directory)
+    if tok.vocab_size != model.config.vocab_size:  # another tokenizer's ids: wrong vectors, or an error on a rare word
+        raise ValueError(
+            f"tokenizer in {directory} has {tok.vocab_size} pieces but the model's vocab_size is "
+            f"{model.config.vocab_size}; put back the tokenizer the model was trained with"
+        )
+    return model.albert, tok
 
 
 def _windows(ids: list[int], width: int) -> list[list[int]]:
@@ -97,7 +104,10 @@ def embed_file(
     path: str | Path, init: str | Path, out: str | Path | None = None, *, batch_size: int = 32,
     max_seq_length: int | None = None,
 ) -> Embeddings:  # fmt: skip
-    """Embed every line of a text file with the model in `init`; save the (N, H) array to `out` (.npy)."""
+    """Embed every line of a text file with the model in `init`; save the (N, H) array to `out`, a .npy file
+    written at exactly that path (numpy's np.save would add ".npy" to a name without it)."""
+    if out is not None and Path(out).is_dir():  # before the model is loaded and every line embedded
+        raise ValueError(f"{out}: a directory; --out names the .npy file to write (e.g. {Path(out) / 'emb.npy'})")
     with open_text(path) as f:  # rows are "\n"-terminated lines, as wc -l counts them (a lone "\r" is text)
         texts = [line.removesuffix("\r") for line in f.read().split("\n")]
     if texts and texts[-1] == "":
@@ -108,7 +118,8 @@ def embed_file(
     result = embed_texts(backbone, tok, texts, batch_size=batch_size, max_seq_length=max_seq_length)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        np.save(out, result.vectors)
+        with open(out, "wb") as f:  # a file object: the path the caller named, and reports, is the path written
+            np.save(f, result.vectors)
     return result
 
 
