@@ -3,6 +3,7 @@ so every position can be checked by hand; the real tokenizer is exercised in tes
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +18,8 @@ from litebert.tasks.conll import featurize as conll_features
 from litebert.tasks.conll import read_conll
 from litebert.tasks.race import featurize as race_features
 from litebert.tasks.race import qa_text, read_race
-from litebert.tasks.squad import SquadExample, SquadTask, decode, featurize, max_context, windows
+from litebert.tasks.squad import SquadExample, SquadTask, decode, featurize, max_context, read_squad, windows
+from litebert.tasks.squad_eval import evaluate_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
 
@@ -137,18 +139,134 @@ def test_squad_decoding_follows_the_official_postprocessing():
     assert _one_window(["a", "", "b"], start, end, max_answer_length=1) == "b"
 
 
+def _decode_pieces(context: str, pieces: list[str], first: str, last: str) -> str:
+    """The answer decoded from one window over `pieces` (found in order in `context`) with the logits peaked
+    on the pieces `first` and `last`."""
+    offsets, pos = [], 0
+    for piece in pieces:
+        pos = context.index(piece, pos)
+        offsets.append((pos, pos + len(piece)))
+        pos += len(piece)
+    n = len(pieces)
+    meta = [{"example": 0, "first": 3, "start": 0, "length": n, "max_context": [True] * n, "offsets": offsets}]
+    start, end = np.zeros(n + 4), np.zeros(n + 4)
+    start[3 + pieces.index(first)] = end[3 + pieces.index(last)] = 5.0
+    ex = SquadExample("q", "q?", context, [], False, "article 0")
+    data = TaskData(features=[{}], examples=[ex], report=Report("mem"), meta=meta)
+    return decode(data, {"start_logits": [start], "end_logits": [end]}, cfg(), v2=False)[0]["q"]
+
+
+def test_squad_answers_are_whole_words_where_a_piece_cuts_a_latin_word():
+    """A span starting at "m" of "▁fro" "m" answers "from ...", not "m ..." (nor "...Nan" for "▁Nan" "tucket").
+    Punctuation is not crossed, and Korean and Chinese spans are the pieces' text: Korean writes particles on
+    the word ("1545년에" holds the answer "1545년"), Chinese writes no spaces."""
+    context = "He sailed from Nantucket with Captain Ahab. 그는 1545년에 태어났다. 孫子兵法是兵书. Smith's boat."
+    english = ["He", "sailed", "fro", "m", "Nan", "tucket", "with", "Captain", "Ahab", "."]
+    assert _decode_pieces(context, english, "m", "Nan") == "from Nantucket"
+    assert _decode_pieces(context, english, "tucket", "Ahab") == "Nantucket with Captain Ahab"
+    assert _decode_pieces(context, english, "Captain", "Ahab") == "Captain Ahab"
+    korean = ["그", "는", "1545", "년", "에", "태어", "났다", "."]
+    assert _decode_pieces(context, korean, "1545", "년") == "1545년"
+    assert _decode_pieces(context, korean, "는", "1545") == "는 1545"
+    chinese = ["孫子", "兵法", "是", "兵书"]
+    assert _decode_pieces(context, chinese, "兵法", "兵法") == "兵法"
+    possessive = ["Smith", "'", "s", "boat"]
+    assert _decode_pieces(context, possessive, "Smith", "Smith") == "Smith"
+    assert _decode_pieces(context, ["15", "45", "년"], "45", "45") == "1545"  # digits are one word too
+
+
+def test_answer_text_with_the_real_tokenizer_keeps_korean_pieces_and_whole_english_words(tokenizer_dir):
+    from litebert.tasks.squad import answer_text
+    from litebert.tokenizer import Tokenizer
+
+    context = "이순신은 1545년에 한성 건천동에서 태어났다. Queequeg sailed from Nantucket with Captain Ahab."
+    split = context.index("Queequeg")
+    _, offsets = Tokenizer.load(tokenizer_dir).encode_with_offsets(context)
+    inside = [s for s, _ in offsets if s < split and context[s - 1].isalnum()]
+    assert inside and any(s > split and context[s - 1].isalpha() for s, _ in offsets)  # pieces do cut words
+    words = set(re.findall(r"[A-Za-z]+", context))
+    for i, (a, _) in enumerate(offsets):
+        for _, b in offsets[i:]:
+            text = answer_text(context, a, b)
+            raw = context[a:b].strip()
+            if not raw:  # a lone "▁" piece
+                assert text == ""
+                continue
+            assert raw in text and set(re.findall(r"[A-Za-z]+", text)) <= words
+            if b <= split:  # Korean: the pieces' own text, but for a number cut by the pieces
+                before, after = text.split(raw, 1)
+                assert (before.isdigit() or not before) and (after.isdigit() or not after)
+
+
+def _squad_file(path: Path, version: str | None, context: str, qas: list[dict]) -> Path:
+    data = {"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}
+    path.write_text(json.dumps(data if version is None else {"version": version, **data}, ensure_ascii=False))
+    return path
+
+
+def test_a_v1_file_question_without_answers_keeps_the_file_v1(tmp_path):
+    """A "version": "1.1" file is v1.1 whatever its questions: one without answers teaches no abstaining
+    (training skips it, with a warning naming the file and id), cannot be a dev question (the v1.1 scorer has
+    no rule for it, and `evaluate --predictions` refuses the same file) and is answered in prediction."""
+    qas = [{"id": "a", "question": "Who?", "answers": [{"text": "Ahab", "answer_start": 16}]},
+           {"id": "n", "question": "Why?", "answers": []}]  # fmt: skip
+    path = _squad_file(tmp_path / "v1.json", "1.1", "The captain was Ahab.", qas)
+    task, tok, c, state = SquadTask(), WordTok(), cfg(), {}
+    train = task.load(path, tok, c, state, mode="train")
+    assert state == {"version_2_with_negative": False}
+    assert [(ex.qid, ex.is_impossible) for ex in train.examples] == [("a", False)]
+    what = r"1 x question without answers in a SQuAD v1.1 file \(not used for training\) \(first: n\)"
+    with pytest.warns(UserWarning, match=r"v1.json: " + what):
+        train.report.warn()
+    with pytest.raises(ValueError, match=r"v1.json: article 0, paragraph 0: question 'n' has no answers, which SQuAD"):
+        task.load(path, tok, c, state, mode="eval")
+    (tmp_path / "pred.json").write_text(json.dumps({"a": "Ahab", "n": ""}))
+    with pytest.raises(ValueError, match=r"question 'n' has no gold answer, which SQuAD v1.1 cannot score"):
+        evaluate_files(path, tmp_path / "pred.json")
+    predict = task.load(path, tok, c, state, mode="predict")
+    assert [(ex.qid, ex.is_impossible) for ex in predict.examples] == [("a", False), ("n", False)]
+    with pytest.warns(UserWarning, match=r"v1.json: " + what):  # read without a report: a warning of its own
+        examples, v2 = read_squad(path, training=True)
+    assert not v2 and [ex.qid for ex in examples] == ["a"]
+    only = _squad_file(tmp_path / "only.json", "1.1", "The captain was Ahab.", qas[1:])
+    with pytest.raises(ValueError, match=r"only.json: no usable question .*question without answers"):
+        task.load(only, tok, c, {}, mode="train")
+    # a file without a version is still v2.0 when a question has no answers, as squad_eval infers it
+    path = _squad_file(tmp_path / "none.json", None, "The captain was Ahab.", qas)
+    state = {}
+    train = task.load(path, tok, c, state, mode="train")
+    assert state == {"version_2_with_negative": True} and [ex.is_impossible for ex in train.examples] == [False, True]
+    assert task.load(path, tok, c, state, mode="eval").info == {"version_2": True, "metric": "squad"}
+
+
+def test_a_korquad_dev_file_is_scored_with_korquads_character_f1(tmp_path):
+    qas = [{"id": "k", "question": "언제 태어났나?", "answers": [{"text": "1545년", "answer_start": 5}]}]
+    path = _squad_file(tmp_path / "korquad.json", "KorQuAD_v1.0", "이순신은 1545년에 태어났다.", qas)
+    task, tok, c, state = SquadTask(), WordTok(), cfg(), {}
+    task.load(path, tok, c, state, mode="train")
+    assert state == {"version_2_with_negative": False}
+    dev = task.load(path, tok, c, state, mode="eval")
+    assert dev.info == {"version_2": False, "metric": "korquad"}
+    assert dev.report.to_dict() == {"scored with the korquad metric (the file's version names it)": 1}
+    n = len(dev.features[0]["input_ids"])
+    start, end = np.zeros(n), np.zeros(n)
+    start[dev.meta[0]["first"] + 1] = end[dev.meta[0]["first"] + 1] = 5.0  # the word token "1545년에"
+    outs = {"start_logits": [start], "end_logits": [end]}
+    assert task.predict(dev, outs, c, state) == {"k": "1545년에"}
+    scores = task.score(dev, outs, c, state)  # SQuAD's word F1 would give 0
+    assert scores["exact_match"] == 0.0 and scores["f1"] == pytest.approx(100 * 10 / 11)
+
+
 def test_squad_scoring_uses_the_files_own_version(tmp_path):
     """A model trained on 2.0 may abstain on a v1.1 dev file; v1.1's metric scores it (gold "the": EM 100, F1 0
     for an empty answer under v1.1, where v2.0's rule would give 100 / 100)."""
-    import json
-
     data = {"version": "1.1", "data": [{"paragraphs": [{"context": "the cat", "qas": [
         {"id": "a", "question": "which?", "answers": [{"text": "the", "answer_start": 0}]}]}]}]}  # fmt: skip
     path = tmp_path / "dev.json"
     path.write_text(json.dumps(data))
     task, tok, c = SquadTask(), WordTok(), cfg()
     loaded = task.load(path, tok, c, {}, mode="dev")
-    assert loaded.info == {"version_2": False}
+    assert loaded.info == {"version_2": False, "metric": "squad"}
     n = len(loaded.features[0]["input_ids"])
     outs = {"start_logits": [np.r_[50.0, np.zeros(n - 1)]], "end_logits": [np.zeros(n)]}  # the null score wins
     scores = task.score(loaded, outs, c, {"version_2_with_negative": True})
@@ -244,7 +362,6 @@ def test_similarity_features_are_two_single_sentences():
 
 
 def test_squad_answers_map_back_exactly_with_the_real_tokenizer(tokenizer_dir):
-    from litebert.tasks.squad import read_squad
     from litebert.tokenizer import Tokenizer
 
     tok, report = Tokenizer.load(tokenizer_dir), Report("mem")
@@ -267,7 +384,6 @@ def test_squad_answers_map_back_exactly_with_the_real_tokenizer(tokenizer_dir):
 def test_squad_answer_start_is_needed_for_training_only(tmp_path):
     """The official scorer reads answer texts only: a dev file without `answer_start` scores; a training file
     without it is an error naming the file, paragraph, question and field (it was a bare KeyError)."""
-    import json
 
     qa = {"id": "1", "question": "Who?", "answers": [{"text": "Ahab"}]}
     data = {"version": "1.1", "data": [{"paragraphs": [{"context": "The captain was Ahab.", "qas": [qa]}]}]}
@@ -291,8 +407,11 @@ def test_squad_answer_start_is_needed_for_training_only(tmp_path):
     qa["answers"] = [{"text": "Ahab", "answer_start": "16"}]  # an offset written as digits is an offset
     path.write_text(json.dumps(data))
     assert task.load(path, tok, c, {}, mode="train").examples[0].answers == [("Ahab", 16)]
-    # an answerable training question needs an answer
+    # an answerable training question of a 2.0 file needs an answer (1.1 has no is_impossible: it is skipped)
     qa.update(answers=[], is_impossible=False)
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps({**data, "version": "2.0"}))
     with pytest.raises(ValueError, match=r"question '1': 'is_impossible' is false but 'answers' is empty"):
+        task.load(path, tok, c, {}, mode="train")
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"squad.json: no usable question .*question without answers in a SQuAD v1.1"):
         task.load(path, tok, c, {}, mode="train")

@@ -141,3 +141,84 @@ def test_evaluate_files_bad_input(tmp_path):
     (tmp_path / "gold.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "t"}]}))
     with pytest.raises(ValueError, match=r"gold.json: article 0: expected an object with a 'paragraphs' list"):
         se.evaluate_files(tmp_path / "gold.json", tmp_path / "preds.json")
+
+
+@pytest.mark.parametrize(
+    ("raw", "norm"),
+    [
+        ("‘홍길동’", "홍길동"),  # KorQuAD's remove_() list: ‘ ’ 《 》 〈 〉 and ' " ( ) < >, as spaces
+        ("《훈민정음》 〈서문〉", "훈민정음 서문"),
+        ("a(b)", "a b"),  # a bracket splits words, where SQuAD's deletion joins them ("ab")
+        ("The Beatles!", "the beatles"),  # no article removal
+        (
+            "「홍길동」 “홍길동” 『책』",
+            "「홍길동」 “홍길동” 『책』",
+        ),  # not in its list: kept, as the official script does
+    ],
+)
+def test_korquad_normalisation_follows_its_official_script(raw, norm):
+    assert se.normalize_answer_korquad(raw) == norm
+
+
+def test_korquad_f1_is_over_characters():
+    # Korean writes particles on the word: SQuAD's word F1 gives "1545년에" nothing for "1545년"
+    assert se.f1_v1("1545년", "1545년에") == 0.0 and se.exact_match("‘홍길동’", "홍길동") == 0
+    assert se.f1_korquad("1545년", "1545년에") == pytest.approx(2 * (5 / 6) / (5 / 6 + 1))  # 10/11
+    assert se.exact_match_korquad("‘홍길동’", "홍길동") == 1
+    assert se.f1_korquad("조선 왕조", "조선왕조") == 1.0 and se.exact_match_korquad("조선 왕조", "조선왕조") == 0
+    assert se.f1_korquad("", "") == 0.0  # v1.1's rule: nothing in common scores 0
+
+
+def _korquad_gold(tmp_path: Path, version: str = "KorQuAD_v1.0") -> Path:
+    qas = [{"id": "k1", "answers": [{"text": "1545년"}]}, {"id": "k2", "answers": [{"text": "‘난중일기’"}]}]
+    path = tmp_path / "korquad.json"
+    path.write_text(json.dumps({"version": version, "data": _dataset(qas)}, ensure_ascii=False))
+    (tmp_path / "pred.json").write_text(json.dumps({"k1": "1545년에", "k2": "난중일기"}, ensure_ascii=False))
+    return path
+
+
+def test_evaluate_files_scores_a_korquad_file_with_its_metric(tmp_path):
+    gold = _korquad_gold(tmp_path)
+    out = se.evaluate_files(gold, tmp_path / "pred.json")
+    assert (out["version"], out["metric"], out["total"]) == ("1.1", "korquad", 2)  # KorQuAD 1.0 is v1.1-shaped
+    assert out["exact_match"] == 50.0 and out["f1"] == pytest.approx(100 * (10 / 11 + 1) / 2)
+    squad = se.evaluate_files(gold, tmp_path / "pred.json", metric="squad")
+    assert squad["exact_match"] == 0.0 and squad["f1"] == 0.0
+    # a plain SQuAD file gets SQuAD's metric unless asked for KorQuAD's; 2.0 has no KorQuAD rule
+    gold = _korquad_gold(tmp_path, version="1.1")
+    assert se.evaluate_files(gold, tmp_path / "pred.json")["metric"] == "squad"
+    assert se.evaluate_files(gold, tmp_path / "pred.json", metric="korquad")["exact_match"] == 50.0
+    with pytest.raises(ValueError, match="metric 'korquad' has no rule for unanswerable questions"):
+        se.evaluate_files(gold, tmp_path / "pred.json", version="2.0", metric="korquad")
+
+
+def test_cli_evaluate_takes_a_metric(tmp_path, capsys):
+    from litebert.cli import main
+
+    gold = _korquad_gold(tmp_path, version="1.1")
+    argv = ["evaluate", "--task", "squad", "--data", str(gold), "--predictions", str(tmp_path / "pred.json")]
+    assert main([*argv, "--metric", "korquad"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["metric"] == "korquad" and out["f1"] == pytest.approx(100 * (10 / 11 + 1) / 2)
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["metric"] == "squad"
+
+
+@pytest.mark.parametrize(
+    ("version", "declared"),
+    [("1.1", "1.1"), ("v2.0", "2.0"), ("2.0", "2.0"), ("KorQuAD_v1.0", "1.1"), (None, None), ("0.9", None)],
+)
+def test_declared_version(version, declared):
+    data = {"data": []} if version is None else {"version": version, "data": []}
+    assert se.declared_version(data) == declared
+
+
+def test_a_declared_v1_file_is_v1_even_with_a_question_without_answers(tmp_path):
+    """The version field decides; inference from the questions is for files without one."""
+    qas = [{"id": "a", "answers": [{"text": "x"}]}, {"id": "n", "answers": []}]
+    assert se.dataset_version({"version": "1.1", "data": _dataset(qas)}) == "1.1"
+    assert se.dataset_version({"data": _dataset(qas)}) == "2.0"
+    (tmp_path / "gold.json").write_text(json.dumps({"version": "1.1", "data": _dataset(qas)}))
+    (tmp_path / "pred.json").write_text(json.dumps({"a": "x", "n": ""}))
+    with pytest.raises(ValueError, match="question 'n' has no gold answer, which SQuAD v1.1 cannot score"):
+        se.evaluate_files(tmp_path / "gold.json", tmp_path / "pred.json")

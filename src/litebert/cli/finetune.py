@@ -7,6 +7,7 @@ import json
 
 from litebert.finetune_heads import POOLINGS
 from litebert.tasks import TASKS
+from litebert.tasks.squad_eval import METRICS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--data", required=True, help="gold file (SQuAD JSON, or a labelled file of the model's task)")
     e.add_argument("--predictions", help="predictions JSON (question id -> answer text, '' for no answer)")
     e.add_argument("--version", choices=("1.1", "2.0"), help="SQuAD version (default: from the gold file)")
+    e.add_argument("--metric", choices=METRICS,
+                   help="with --predictions: SQuAD's word F1 or KorQuAD 1.0's character F1 (default: korquad "
+                        "when the gold file's version names KorQuAD, else squad)")  # fmt: skip
     e.add_argument("--init", help="fine-tuned model dir (OUT/best) to evaluate on --data")
     e.add_argument("--text-columns", help="with --init: this file's text columns, when not the training file's")
     e.add_argument("--label-column", help="with --init: this file's label column, when not the training file's")
@@ -82,10 +86,13 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise ValueError("--predictions scoring is for --task squad; use --init to evaluate a model")
         from litebert.tasks.squad_eval import evaluate_files
 
-        print(json.dumps(evaluate_files(args.data, args.predictions, version=args.version)))
+        print(json.dumps(evaluate_files(args.data, args.predictions, version=args.version, metric=args.metric)))
         return 0
     if not args.init:
         raise ValueError("evaluate needs --predictions (SQuAD scoring) or --init (a fine-tuned model)")
+    if args.metric:  # a model's SQuAD score follows its data file, as in fine-tuning
+        raise ValueError("--metric is for --predictions; with --init a file whose version names KorQuAD is scored "
+                         "with KorQuAD's metric, any other with SQuAD's")  # fmt: skip
     from litebert.finetuned import evaluate
 
     columns = {"text_columns": _columns(args.text_columns), "label_column": args.label_column}

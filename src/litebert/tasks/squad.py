@@ -7,12 +7,20 @@ outside a window (or a v2.0 unanswerable question) points at [CLS] (position 0).
 start/end pair among the n-best starts and ends of each window (end >= start, at most max_answer_length
 tokens, the start in its window of maximal context); for v2.0 the answer is "" when the best null score
 (start[0] + end[0], minimum over windows) exceeds the best span score by more than the threshold.
-Answer text is cut from the original context through the tokenizer's character offsets.
+Answer text is cut from the original context through the tokenizer's character offsets, widened to whole words
+where it would cut a Latin, Greek or Cyrillic word (`answer_text`).
+
+A file is v1.1 or v2.0 by its declared "version" (KorQuAD's "KorQuAD_v1.0" is v1.1); a file without one is
+v2.0 when any question is marked impossible or has no answers. A v1.1 file has no unanswerable questions: one
+without answers is skipped in training (counted in the report), refused as a dev file (SQuAD's v1.1 scorer
+cannot score it) and answered in prediction. A file whose version names KorQuAD is scored with KorQuAD's
+metric (character F1, squad_eval).
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +29,7 @@ import numpy as np
 
 from litebert.tasks.base import TaskData
 from litebert.tasks.common import Report, TokenizerLike, json_type, open_text
-from litebert.tasks.squad_eval import evaluate_v1, evaluate_v2
+from litebert.tasks.squad_eval import dataset_metric, declared_version, evaluate
 
 
 @dataclass
@@ -34,12 +42,22 @@ class SquadExample:
     where: str  # "article i, paragraph j" for messages
 
 
-def read_squad(path: str | Path, *, training: bool = False) -> tuple[list[SquadExample], bool]:
+def read_squad(
+    path: str | Path, *, training: bool = False, report: Report | None = None
+) -> tuple[list[SquadExample], bool]:
     """Examples of a SQuAD JSON file and whether it is v2.0-style (has unanswerable questions).
 
     Training needs each answer's `answer_start` (features map it to tokens); evaluation and prediction read
     answer texts only, as the official scorer does. Bad input names the file, paragraph, question and field.
+    Training skips a v1.1 file's questions without answers and counts them in `report` (without one, a
+    warning names them).
     """
+    examples, version_2, _ = _read(path, training, report)
+    return examples, version_2
+
+
+def _read(path: str | Path, training: bool, report: Report | None) -> tuple[list[SquadExample], bool, str]:
+    """read_squad, and the metric the file's version asks for ("squad" or "korquad")."""
     with open_text(path) as f:
         try:
             data = json.load(f)
@@ -47,7 +65,8 @@ def read_squad(path: str | Path, *, training: bool = False) -> tuple[list[SquadE
             raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path}: not a SQuAD file (expected a JSON object with a 'data' list)")
-    version_2 = str(data.get("version", "")).lstrip("v") == "2.0"
+    version, warn = declared_version(data), report is None
+    report = Report(str(path)) if report is None else report
     out, seen = [], set()
     for i, article in enumerate(data["data"]):
         paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
@@ -63,18 +82,24 @@ def read_squad(path: str | Path, *, training: bool = False) -> tuple[list[SquadE
                 if not isinstance(para[k], kind):
                     raise ValueError(f"{path}: {where}: field {k!r} must be {name}, got {json_type(para[k])}")
             for qa in para["qas"]:
-                ex = _example(qa, para["context"], path, where, version_2=version_2, training=training)
+                ex = _example(qa, para["context"], path, where, version=version, training=training)
                 if ex.qid in seen:  # answers are keyed by id: a repeat would overwrite another's
                     raise ValueError(f"{path}: {where}: question id {ex.qid!r} appears twice")
                 seen.add(ex.qid)
+                if training and version == "1.1" and not ex.answers:  # nothing to learn: v1.1 never abstains
+                    report.add("question without answers in a SQuAD v1.1 file (not used for training)", ex.qid)
+                    continue
                 out.append(ex)
-    if not out:
+    if not seen:
         raise ValueError(f"{path}: no questions")
-    return out, any(ex.is_impossible for ex in out) or version_2
+    if warn:
+        report.warn()
+    version_2 = version == "2.0" if version else any(ex.is_impossible for ex in out)
+    return out, version_2, dataset_metric(data)
 
 
 def _example(
-    qa: Any, context: str, path: str | Path, para_where: str, *, version_2: bool, training: bool
+    qa: Any, context: str, path: str | Path, para_where: str, *, version: str | None, training: bool
 ) -> SquadExample:
     """One question of a paragraph ("article i, paragraph j" is `para_where`), with its fields checked."""
     where = f"{path}: {para_where}"
@@ -102,11 +127,14 @@ def _example(
             raise ValueError(f"{where}: answer {n} has no 'text'")
         if not isinstance(a["text"], str):
             raise ValueError(f"{where}: answer {n}: 'text' must be a string, got {json_type(a['text'])}")
-    impossible = not answers if impossible is None else impossible
-    if impossible and version_2:
-        answers = []  # v2.0 keeps plausible answers apart; an impossible question has none
-    if training and not impossible and not answers:
-        raise ValueError(f"{where}: 'is_impossible' is false but 'answers' is empty (training needs an answer)")
+    if version == "1.1":
+        impossible = False  # v1.1 has no unanswerable questions: run_squad.py reads is_impossible for 2.0 only
+    else:
+        impossible = not answers if impossible is None else impossible
+        if impossible and version == "2.0":
+            answers = []  # v2.0 keeps plausible answers apart; an impossible question has none
+        if training and not impossible and not answers:
+            raise ValueError(f"{where}: 'is_impossible' is false but 'answers' is empty (training needs an answer)")
     pairs = [(a["text"], _answer_start(a, n, where, training)) for n, a in enumerate(answers)]
     return SquadExample(qid, qa["question"], context, pairs, impossible, para_where)
 
@@ -232,7 +260,7 @@ def decode(
                 if e in best and score <= best[e][0]:
                     continue
                 a, b = m["offsets"][m["start"] + i][0], m["offsets"][m["start"] + j][1]
-                text = data.examples[e].context[a:b].strip()
+                text = answer_text(data.examples[e].context, a, b)
                 if text:
                     best[e] = (score, text)
     preds, margins = {}, {}
@@ -241,6 +269,33 @@ def decode(
         margins[ex.qid] = float(null.get(e, np.inf) - score)
         preds[ex.qid] = "" if v2 and margins[ex.qid] > cfg.null_score_diff_threshold else text
     return preds, margins
+
+
+def answer_text(context: str, start: int, end: int) -> str:
+    """context[start:end] without surrounding whitespace, each end moved out to the word's end where it cuts a
+    word of Latin, Greek or Cyrillic letters and digits: the span from the piece "m" of "▁fro" "m" answers
+    "from ...", not "m ...". Punctuation is not crossed ("Smith" of "Smith's" stays), nor are other scripts
+    widened: Korean writes particles on the word ("1545년에" holds the answer "1545년"), Chinese and Japanese
+    write no spaces. The official code keeps the pieces' text everywhere (ALBERT's squad_utils cuts at their
+    characters; BERT's run_squad.py maps whitespace words back onto the pieces' text in get_final_text), so
+    this widening is litebert's own.
+    """
+    while start < end and context[start].isspace():
+        start += 1
+    while end > start and context[end - 1].isspace():
+        end -= 1
+    if start == end:
+        return ""
+    while start > 0 and _word_char(context[start - 1]) and _word_char(context[start]):
+        start -= 1
+    while end < len(context) and _word_char(context[end - 1]) and _word_char(context[end]):
+        end += 1
+    return context[start:end]
+
+
+def _word_char(c: str) -> bool:
+    """A letter or digit of a script that separates words by spaces, so a run of them is one word."""
+    return c.isalnum() and unicodedata.name(c, "").startswith(("LATIN ", "GREEK ", "CYRILLIC ", "DIGIT "))
 
 
 def gold_dataset(examples: list[SquadExample]) -> list[dict[str, Any]]:
@@ -256,13 +311,18 @@ class SquadTask:
 
     def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
         report = Report(str(path))
-        examples, v2 = read_squad(path, training=mode == "train")
+        examples, v2, metric = _read(path, mode == "train", report)
         if mode == "train":  # whether the model learned to abstain: decoding follows it, whatever file comes next
             state["version_2_with_negative"] = v2
+        elif mode == "eval":
+            _check_scorable(path, examples, v2)
+            if metric != "squad":
+                report.add(f"scored with the {metric} metric (the file's version names it)", quiet=True)
         feats, meta, used = featurize(examples, tok, cfg, report, training=mode == "train")
         if used == 0:
             raise ValueError(f"{path}: no usable question (see the report: {report.to_dict()})")
-        return TaskData(features=feats, examples=examples, report=report, meta=meta, info={"version_2": v2})
+        info = {"version_2": v2, "metric": metric}
+        return TaskData(features=feats, examples=examples, report=report, meta=meta, info=info)
 
     def num_outputs(self, state: dict[str, Any]) -> int:
         return 2
@@ -278,8 +338,8 @@ class SquadTask:
         # The metric is the file's own (as the official scripts): a v1.1 file is scored by v1.1's rules even
         # when the model may abstain, which then counts as a wrong answer.
         v2 = data.info.get("version_2", any(ex.is_impossible for ex in data.examples))
-        scorer = evaluate_v2 if v2 else evaluate_v1
-        result = scorer(gold_dataset(data.examples), preds)
+        version, metric = "2.0" if v2 else "1.1", data.info.get("metric", "squad")
+        result = evaluate(gold_dataset(data.examples), preds, version=version, metric=metric)
         return {k: float(v) for k, v in result.items() if k not in ("missing",)}
 
     def predict(
@@ -287,6 +347,17 @@ class SquadTask:
     ) -> dict[str, str]:
         preds, _ = decode(data, outputs, cfg, _abstains(data, state))
         return preds
+
+
+def _check_scorable(path: str | Path, examples: list[SquadExample], v2: bool) -> None:
+    """A v1.1 dev file's questions all have answers, or the error names the first that has none (the official
+    v1.1 scorer stops at it, and `litebert evaluate --predictions` refuses it too)."""
+    ex = next((ex for ex in examples if not ex.answers), None) if not v2 else None
+    if ex is not None:
+        raise ValueError(
+            f"{path}: {ex.where}: question {ex.qid!r} has no answers, which SQuAD v1.1 (the file's version) cannot "
+            'score: give its answers, or declare "version": "2.0" if the file holds unanswerable questions'
+        )
 
 
 def _abstains(data: TaskData, state: dict[str, Any]) -> bool:
