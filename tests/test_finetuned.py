@@ -50,6 +50,13 @@ def test_a_loaded_model_predicts_strings_in_memory_as_predict_does(ft_cfg, tmp_p
     assert torch.allclose(scores, torch.tensor(expected), atol=1e-5)
     with pytest.raises(TypeError, match="a list of strings as a, got one string"):
         ft.tokenizer.batch("one text")
+    from litebert.vocab import add_words
+    from litebert.weights import copy_tokenizer
+
+    grown, _ = add_words(tmp_path / "best", ["harpooneerz"], tmp_path / "grown")  # one piece more than the model
+    copy_tokenizer(grown.dir, tmp_path / "best")
+    with pytest.raises(ValueError, match=r"best has 3001 pieces but the model's vocab_size is 3000; put back"):
+        load_finetuned(tmp_path / "best")
     with pytest.raises(ValueError, match="2 first texts but 1 second texts"):
         ft.tokenizer.batch(["a", "b"], ["c"])
 

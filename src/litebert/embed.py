@@ -32,14 +32,10 @@ class Embeddings:
 def load_encoder(directory: str | Path) -> tuple[Albert, Any]:
     """The backbone and tokenizer of a litebert / transformers ALBERT / fine-tuned model directory; a tokenizer
     whose size is not the model's vocab_size is refused, as fine-tuning refuses it (finetune.load_pretrained)."""
-    from litebert.finetune import load_tokenizer
+    from litebert.finetune import check_tokenizer_fits, load_tokenizer
 
     model, tok = litebert.load(directory), load_tokenizer(directory)
-    if tok.vocab_size != model.config.vocab_size:  # another tokenizer's ids: wrong vectors, or an error on a rare word
-        raise ValueError(
-            f"tokenizer in {directory} has {tok.vocab_size} pieces but the model's vocab_size is "
-            f"{model.config.vocab_size}; put back the tokenizer the model was trained with"
-        )
+    check_tokenizer_fits(tok, model.config, directory)  # else wrong vectors, or an error on a rare word only
     return model.albert, tok
 
 

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 import litebert
+from litebert.config import ModelConfig
 from litebert.files import write_json
 from litebert.finetune_heads import POOLED_HEADS, POOLINGS, FinetuneModel, build_head
 from litebert.heads import AlbertForPretraining
@@ -168,6 +169,13 @@ def load_tokenizer(directory: str | Path) -> Any:
     return Tokenizer.load(directory)
 
 
+def check_tokenizer_fits(tok: Any, config: ModelConfig, where: str | Path) -> None:
+    """A model runs only with a tokenizer of its vocabulary's size: another's ids would index other rows."""
+    if tok.vocab_size != config.vocab_size:
+        raise ValueError(f"tokenizer in {where} has {tok.vocab_size} pieces but the model's vocab_size is "
+                         f"{config.vocab_size}; put back the tokenizer the model was trained with")  # fmt: skip
+
+
 def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
     """The model to start from (a litebert or transformers ALBERT dir) and its tokenizer; an unset
     max_seq_length becomes the model's maximum."""
@@ -180,11 +188,7 @@ def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
     if cfg.tokenizer and own.is_file() and load_tokenizer(cfg.init).pieces != tok.pieces:
         raise ValueError(f"--tokenizer {cfg.tokenizer}: its pieces differ from those of {own}, the model's own "
                          "tokenizer; leave --tokenizer out to use that one")  # fmt: skip
-    if tok.vocab_size != base.config.vocab_size:
-        raise ValueError(
-            f"tokenizer in {cfg.tokenizer or cfg.init} has {tok.vocab_size} pieces but the model's "
-            f"vocab_size is {base.config.vocab_size}"
-        )
+    check_tokenizer_fits(tok, base.config, cfg.tokenizer or cfg.init)
     if cfg.max_seq_length is None:
         cfg.max_seq_length = base.config.max_position
         cfg.__post_init__()  # re-check the lengths that depend on it

@@ -12,7 +12,14 @@ from typing import Any
 import litebert
 from litebert.config import read_json
 from litebert.files import write_json
-from litebert.finetune import FinetuneConfig, evaluate_data, load_tokenizer, resolve_device, run_model
+from litebert.finetune import (
+    FinetuneConfig,
+    check_tokenizer_fits,
+    evaluate_data,
+    load_tokenizer,
+    resolve_device,
+    run_model,
+)
 from litebert.finetune_heads import FinetuneModel, build_head
 from litebert.tasks import Task, get_task
 from litebert.weights import HEAD_FILE, META_FILE, check_state_dict, read_safetensors
@@ -51,7 +58,9 @@ def load_finetuned(directory: str | Path) -> Finetuned:
     check_state_dict(head, tensors, directory / HEAD_FILE, against=META_FILE)
     head.load_state_dict(tensors)
     model = FinetuneModel(base, head).to(resolve_device(cfg)).eval()  # the head too: no dropout at inference
-    return Finetuned(model, task, meta["state"], cfg, load_tokenizer(directory))
+    tok = load_tokenizer(directory)
+    check_tokenizer_fits(tok, base.config, directory)
+    return Finetuned(model, task, meta["state"], cfg, tok)
 
 
 def evaluate(
