@@ -72,7 +72,7 @@ def _segment(lang: str, text: str, depth: int = 0) -> list[str]:
     such a segment whole: "(5) 위의 수식을 보자. 비용이 발생한다." or "○ The cat sat. The dog ran."); then the
     repairs of segment edges (`_mend_edges`)."""
     out: list[str] = []
-    for seg in sentencex.segment(lang, text):
+    for seg in (part for found in sentencex.segment(lang, text) for part in _split_ko_ellipsis(found)):
         marker = _LEAD_MARKER.match(seg)
         if marker and seg[marker.end() :].strip() and depth < 8:
             rest = _segment(lang, seg[marker.end() :], depth + 1)
@@ -81,6 +81,16 @@ def _segment(lang: str, text: str, depth: int = 0) -> list[str]:
         else:
             out.append(seg)
     return _mend_edges(out, text) if depth == 0 else out
+
+
+# A Korean final ending closed by "…" ends its sentence ("비가 왔다… 그래서"), as "..." does for sentencex, which
+# leaves "…" unsplit; "그리고… 그는" (no final ending) goes on.
+_KO_ELLIPSIS_END = re.compile("(?<=[다요죠까네]…)\\s+(?=\\S)")
+
+
+def _split_ko_ellipsis(seg: str) -> list[str]:
+    parts = _KO_ELLIPSIS_END.split(seg)
+    return [part + " " for part in parts[:-1]] + parts[-1:]
 
 
 def _mend_edges(out: list[str], text: str) -> list[str]:
