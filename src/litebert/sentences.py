@@ -122,7 +122,7 @@ def _split_quoted(seg: str) -> list[str]:
         word = head.rsplit(None, 1)[-1].lstrip("\"'“‘([") if head.strip() else ""
         core = word.rstrip(".!?")
         is_abbrev = core.lower() in _ABBREVIATIONS or re.fullmatch(r"[A-Z]|(?:[A-Za-z]\.)+[A-Za-z]", core)
-        if word.endswith(".") and is_abbrev:
+        if word.endswith(".") and (is_abbrev or _KO_LABEL.fullmatch(word)):  # "가. UAE측": an item label
             continue
         parts.append(seg[start : m.end()])
         start = m.end()
