@@ -387,6 +387,13 @@ def test_wraps_split_words_joins_a_word_broken_at_a_wrap(tmp_path):
     assert list(read_documents([tmp_path / "items.txt"], config=config)) == [
         ["재정소요가 예상됨. 2. 미첨부 근거규정에 해당함. 명이다. 그리고다음 사항 1. 국정의 계획 ○ 규모 ①항운영··관리"]
     ]  # "다. " opens a Korean item as often as it ends "...이다.": joined as a word's halves
+    numbers = ["ended in 194", "5. Then 199", "5. 3. 1. Pi is 3.", "14159 at www.example.", "com, born in 19",
+               "8) and done."]  # fmt: skip
+    (tmp_path / "numbers.txt").write_text("\n".join(numbers) + "\n")
+    config = ReadConfig(join_lines=True, wraps_split_words=True, split=False)
+    assert list(read_documents([tmp_path / "numbers.txt"], config=config)) == [
+        ["ended in 1945. Then 1995. 3. 1. Pi is 3.14159 at www.example.com, born in 198) and done."]
+    ]  # a number or a name broken at the wrap is one word again
     with pytest.raises(ValueError, match=r"wraps_split_words \(--wraps-split-words\) needs join_lines"):
         ReadConfig(wraps_split_words=True)
     out = tmp_path / "out.txt"

@@ -39,8 +39,13 @@ _ITEM_START = re.compile(f"(?:{_LABEL.pattern}|\\(\\w{{1,3}}\\)|[{re.escape(_BUL
 
 def wrap_between_words(before: str, after: str) -> bool:
     """Whether a line break between `before` and `after` cannot fall inside a word, although `before` ends
-    without a space: `before` ends a sentence ("...예상됨.") or `after` opens a list item ("2. ...", "○ ...")."""
-    return bool(_TERMINAL.search(before.rstrip()) or _ITEM_START.match(after.lstrip()))
+    without a space: `before` ends a sentence ("...예상됨.") and `after` does not go on in lower case or digits
+    ("3." + "14159", "example." + "com"), or `after` opens a list item ("2. ...", "○ ...") that does not go on a
+    number ("194" + "5. Then" is a year). Only the end of `before` is looked at: it is a paragraph."""
+    tail, head = before[-16:].rstrip(), after.lstrip()[:1]
+    if _TERMINAL.search(tail) and not (head.islower() or head.isdigit()):
+        return True
+    return not (tail[-1:].isdigit() and head.isdigit()) and bool(_ITEM_START.match(after.lstrip()))
 
 
 def split_sentences(paragraph: str, language: str | None = None) -> list[str]:
