@@ -45,3 +45,6 @@ def test_write_json_is_atomic_readable_utf8(tmp_path):
     with pytest.raises(IsADirectoryError, match="dir: is a directory; name the JSON file to write"):
         write_json({}, tmp_path / "dir")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "meta.json"]  # no .dir.tmp left behind
+    odd = "한국어.txt".encode("euc-kr").decode("utf-8", "surrogateescape")  # a name from an old Korean archive
+    write_json({"path": odd}, tmp_path / "odd.json")
+    assert json.loads((tmp_path / "odd.json").read_text(encoding="utf-8"))["path"] == odd  # escaped, read back

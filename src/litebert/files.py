@@ -12,10 +12,12 @@ import bz2
 import gzip
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
 
 COMPRESSION_SUFFIXES = (".gz", ".bz2")
+READ_ERRORS = (OSError, EOFError, zlib.error)  # what reading a truncated or corrupt .gz or .bz2 raises
 
 
 def open_bytes(path: str | Path) -> BinaryIO:
@@ -48,7 +50,11 @@ def write_json(data: Any, path: str | Path, *, sort_keys: bool = False) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     text = json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=False)
     try:
-        tmp.write_text(text + "\n", encoding="utf-8")
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:  # a file name that is not UTF-8 (read with surrogate escapes): \u escapes keep it
+        raw = json.dumps(data, indent=2, sort_keys=sort_keys).encode("ascii")
+    try:
+        tmp.write_bytes(raw + b"\n")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)  # nothing left behind by a failed write
