@@ -228,12 +228,20 @@ def test_utf16_and_truncated_gzip_are_named(tmp_path):
     (tmp_path / "wide.txt").write_bytes("대한민국은 민주공화국이다. 주권은 국민에게 있다.\n".encode("cp949") * 4)
     report = TextReport()
     list(read_documents([tmp_path], report=report))
-    assert "wide.txt: skipped, EUC-KR/CP949 text (litebert reads UTF-8: convert it" in report.messages[0]
+    for pad in range(2):  # whether or not the 8 KB looked at end inside a two-byte character
+        (tmp_path / "wide.txt").write_bytes(b"x" * pad + "대한민국은 민주공화국이다.\n".encode("cp949") * 400)
+        report = TextReport()
+        list(read_documents([tmp_path], report=report))
+        assert "wide.txt: skipped, EUC-KR/CP949 text (litebert reads UTF-8: convert it" in report.messages[0]
     whole = gzip.compress(("A sentence of text. " * 50 + "\n").encode() * 2000)
     cut = tmp_path / "cut.txt.gz"
     cut.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(ValueError, match=r"cut\.txt\.gz: cannot read past line \d+: Compressed file ended"):
         list(read_documents([cut]))
+    one_line = gzip.compress(b"x" * 300_000 + b"\nmore\n")  # cut inside a first line longer than any head read
+    (tmp_path / "long.txt.gz").write_bytes(one_line[: len(one_line) // 2])
+    with pytest.raises(ValueError, match=r"long\.txt\.gz: cannot read past line 1: Compressed file ended"):
+        list(read_documents([tmp_path / "long.txt.gz"]))
 
 
 def test_bz2_corpora_are_read_and_a_cut_one_is_named(tmp_path):

@@ -17,13 +17,12 @@ import logging
 import os
 import re
 import warnings
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from litebert.files import format_suffix, open_bytes
+from litebert.files import READ_ERRORS, format_suffix, open_bytes
 from litebert.sentences import split_sentences, wrap_between_words
 
 log = logging.getLogger("litebert.text")
@@ -177,7 +176,7 @@ def _is_jsonl(path: Path) -> bool:
     try:
         with open_bytes(path) as f:
             start = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    except (OSError, EOFError, zlib.error):  # unreadable: said when the file's turn comes (_not_text)
+    except READ_ERRORS:  # unreadable: said when the file's turn comes (_not_text)
         return False
     if start == b"[":
         raise ValueError(f"{path}: a JSON array; litebert streams JSON lines (one object per line, as .jsonl): "
@@ -190,7 +189,7 @@ def _not_text(path: Path) -> str | None:
     try:
         with open_bytes(path) as f:
             head = f.read(8192)
-    except (OSError, EOFError, zlib.error) as exc:  # a corrupt .gz or .bz2
+    except READ_ERRORS as exc:  # a corrupt .gz or .bz2
         raise ValueError(f"{path}: cannot read: {exc}") from exc
     if head[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
         return "UTF-32 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-32 -t UTF-8)"
@@ -198,10 +197,12 @@ def _not_text(path: Path) -> str | None:
         return "UTF-16 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8)"
     bad = head[:-4].decode("utf-8", errors="replace").count("\ufffd")
     if head.count(b"\x00") > len(head) // 100 or (len(head) > 64 and bad > len(head) // 10):
-        try:  # Korean files saved by older Windows tools
-            korean = any("\uac00" <= c <= "\ud7a3" for c in head[:-2].decode("cp949"))
-        except UnicodeDecodeError:
-            korean = False
+        korean = False  # Korean files saved by older Windows tools (the head may end inside a 2-byte character)
+        for cut in (head, head[:-1]):
+            try:
+                korean = korean or any("\uac00" <= c <= "\ud7a3" for c in cut.decode("cp949"))
+            except UnicodeDecodeError:
+                continue
         if korean and b"\x00" not in head:
             return "EUC-KR/CP949 text (litebert reads UTF-8: convert it, e.g. iconv -f CP949 -t UTF-8)"
         return "looks like a binary file (many NUL bytes or mostly invalid UTF-8)"
@@ -283,15 +284,17 @@ def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, st
             f.seek(0)
         else:
             pos = 3
-        if _cr_line_ends(f):  # classic Mac OS line ends: CR alone
+        try:
+            cr_only = _cr_line_ends(f)  # classic Mac OS line ends: CR alone
             f.seek(pos)
+        except READ_ERRORS as exc:
+            raise ValueError(f"{path}: cannot read past line {line_no}: {exc}") from exc
+        if cr_only:
             f = io.BufferedReader(_CrAsLf(f))
-        else:
-            f.seek(pos)
         while True:
             try:
                 data = f.readline(chunk)
-            except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz or .bz2
+            except READ_ERRORS as exc:
                 raise ValueError(f"{path}: cannot read past line {line_no}: {exc}") from exc
             if not data:
                 if carry or not complete:  # the last line has no newline: it ends here all the same

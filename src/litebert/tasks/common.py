@@ -7,7 +7,6 @@ import csv
 import io
 import itertools
 import warnings
-import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from litebert.files import format_suffix, open_bytes
+from litebert.files import READ_ERRORS, format_suffix, open_bytes
 from litebert.tokenizer import truncate_pair
 
 
@@ -79,9 +78,6 @@ def json_type(value: object) -> str:
 
 
 csv.field_size_limit(1 << 30)  # the default 128 KiB stops at one long document in a classification file
-
-
-READ_ERRORS = (OSError, EOFError, zlib.error)  # what gzip and bz2 raise for a truncated or corrupt file
 
 
 class _Utf8Text:
