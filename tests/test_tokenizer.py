@@ -118,8 +118,10 @@ def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_d
         "ㅎㅎ Café ㅋ\u0301",
         "ᄀㅏ",
         unicodedata.normalize("NFD", "한국ㅋ"),
+        "ㅋ\U000f004bㅋ \U000f0031",  # tokenizer.json's private-use stand-ins in the text: dropped by both
     ]
     assert tok.encode_batch(jamo) == hf(jamo, add_special_tokens=False)["input_ids"]
+    assert [hf.backend_tokenizer.normalizer.normalize_str(t) for t in jamo] == [tok.normalize(t) for t in jamo]
     assert tok.unk_id not in sum(tok.encode_batch(invisible), [])
     # A tokenizer saved before control/format characters were dropped keeps its ids, equal to its own
     # tokenizer.json (which has no such step): the step is on only where its settings file says so.

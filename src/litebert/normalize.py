@@ -114,6 +114,10 @@ def char_class(codepoints, *, oniguruma: bool = False) -> str:
 # conjoining jamo, which NFC then fuses into syllables never written (ㅋ + ㅠ -> 큐).
 COMPAT_JAMO = range(0x3131, 0x318F)
 _COMPAT_JAMO_RUN = re.compile("([\u3131-\u318e]+)")
+# tokenizer.json keeps them from NFKD as private-use stand-ins (litebert.vocab); the stand-ins themselves, should
+# a text hold them, are dropped by both normalisers, so that none is taken for a jamo there.
+JAMO_STAND_IN = 0xF0000 - 0x3100  # U+3131 -> U+F0031 ... U+318E -> U+F008E
+_STAND_INS = re.compile(f"[{chr(JAMO_STAND_IN + COMPAT_JAMO[0])}-{chr(JAMO_STAND_IN + COMPAT_JAMO[-1])}]")
 
 
 def _strip_accents(text: str) -> str:
@@ -148,6 +152,8 @@ class Normalizer:
 
     def _accents_and_case(self, text: str) -> str:
         if self.strip_accents and _unstable_char()(text):
+            if self.keep_jamo:
+                text = _STAND_INS.sub("", text)
             if self.keep_jamo and _COMPAT_JAMO_RUN.search(text):  # odd parts are runs of jamo: kept
                 parts = _COMPAT_JAMO_RUN.split(text)
                 text = "".join(part if k % 2 else _strip_accents(part) for k, part in enumerate(parts))

@@ -22,11 +22,10 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers.models import Unigram
 
 from litebert.config import read_json
-from litebert.normalize import COMPAT_JAMO, char_class, combining_marks, invisible_chars
+from litebert.normalize import COMPAT_JAMO, JAMO_STAND_IN, char_class, combining_marks, invisible_chars
 from litebert.tokenizer import DIGIT_COMMA, MODEL_FILE, SETTINGS_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
 from litebert.tokenizer_train import check_tokenizer_out
 
-_STAND_IN = 0xF0000 - 0x3100  # compatibility jamo U+31xx -> plane 15 private use, U+F00xx (see hf_normalizer)
 ADDED_MARGIN = 1 / 64  # log-probability by which an added word's piece beats the word's old best segmentation
 
 
@@ -43,7 +42,9 @@ def hf_normalizer(tok: Tokenizer, charsmap: bytes = b"") -> normalizers.Normaliz
         strip = normalizers.Replace(Regex(char_class(combining_marks(), oniguruma=True)), "")
         # Compatibility jamo are kept from NFKD as private-use stand-ins (which no later step changes) and
         # put back after NFC: tokenizers' Replace has no per-character mapping, so one step each way per jamo.
-        jamo = [(chr(cp), chr(_STAND_IN + cp)) for cp in COMPAT_JAMO] if tok.normalizer.keep_jamo else []
+        jamo = [(chr(cp), chr(JAMO_STAND_IN + cp)) for cp in COMPAT_JAMO] if tok.normalizer.keep_jamo else []
+        if jamo:  # stand-ins already in the text go first, as the Python normaliser drops them
+            steps.append(normalizers.Replace(Regex(char_class([ord(s) for _, s in jamo], oniguruma=True)), ""))
         steps += [normalizers.Replace(j, stand_in) for j, stand_in in jamo]
         steps += [normalizers.NFKD(), strip, normalizers.NFC()]
         steps += [normalizers.Replace(stand_in, j) for j, stand_in in jamo]
