@@ -191,4 +191,7 @@ class FinetuneModel(nn.Module):
         return nn.ModuleDict({"albert": self.backbone, "head": self.head})
 
     def forward(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return self.head(self.backbone, batch)
+        """The head's outputs for a batch of tensors (moved to the model's device: Tokenizer.batch makes them
+        on the CPU)."""
+        device = self.backbone.embeddings.word_embeddings.weight.device
+        return self.head(self.backbone, {k: v.to(device) for k, v in batch.items()})
