@@ -251,6 +251,10 @@ def test_conversions_refuse_a_destination_holding_a_model(tmp_path, capsys):
     (tmp_path / "tok" / "spiece.model").write_bytes(b"another model's tokenizer")
     with pytest.raises(ValueError, match=r"tok: not empty \(spiece.model\)"):
         hf.export_hf(tmp_path / "ours", tmp_path / "tok")
+    (tmp_path / "clone" / ".git").mkdir(parents=True)  # a hub repository's clone: its git files and README
+    (tmp_path / "clone" / ".gitattributes").write_text("*.safetensors filter=lfs\n")
+    (tmp_path / "clone" / "README.md").write_text("# my model\n")
+    assert main(["convert", "to-hf", str(tmp_path / "ours"), str(tmp_path / "clone")]) == 0
     (tmp_path / "empty").mkdir()  # an empty directory is a fine destination
     assert main(["convert", "to-hf", str(tmp_path / "ours"), str(tmp_path / "empty")]) == 0
     assert litebert.load(tmp_path / "empty").config.vocab_size == 100

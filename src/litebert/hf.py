@@ -361,7 +361,7 @@ _MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorc
 
 
 def _check_destination(dst_dir: str | Path) -> None:
-    """Refuse a destination that is not new or empty: a conversion writes some files and leaves the others, so
+    """Refuse a destination that is not new or empty (hidden files and a README aside): a conversion writes some files and leaves the others, so
     the directory would mix two models (one class's config.json beside another's weights or head), or the new
     model with an old tokenizer when the source has none."""
     dst = Path(dst_dir)
@@ -371,7 +371,8 @@ def _check_destination(dst_dir: str | Path) -> None:
     if found:
         raise ValueError(f"{dst}: already holds a model ({', '.join(found)}); convert into a new or empty directory, "
                          "or remove this one first to replace it")  # fmt: skip
-    others = sorted(p.name for p in dst.iterdir()) if dst.is_dir() else []
+    # a clone of a hub repository (.git, .gitattributes, README.md) is where a converted model often goes
+    others = sorted(p.name for p in dst.iterdir() if not p.name.startswith((".", "README"))) if dst.is_dir() else []
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         raise ValueError(f"{dst}: not empty ({shown}); convert into a new or empty directory, so that no file "
