@@ -361,9 +361,9 @@ _MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorc
 
 
 def _check_destination(dst_dir: str | Path) -> None:
-    """Refuse a destination that is not new or empty (hidden files and a README aside): a conversion writes some files and leaves the others, so
-    the directory would mix two models (one class's config.json beside another's weights or head), or the new
-    model with an old tokenizer when the source has none."""
+    """Refuse a destination that is not new or empty (hidden files and a README aside): a conversion writes some
+    files and leaves the others, so the directory would mix two models (one class's config.json beside another's
+    weights or head), or the new model with an old tokenizer when the source has none."""
     dst = Path(dst_dir)
     if dst.exists() and not dst.is_dir():
         raise ValueError(f"{dst}: a file, not a directory; convert into a new or empty directory")
