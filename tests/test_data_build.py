@@ -149,6 +149,11 @@ def test_bad_inputs_and_a_corpus_smaller_than_one_batch(corpus, tokenizer_dir, t
         build(corpus[:1], tokenizer_dir, tmp_path / "one", _config(), read_config=PER_FILE, progress=False)
     with pytest.warns(UserWarning, match="the held-out split is empty: none of the 2 documents"):  # 2 x 0.1 < 0.5
         build(corpus[:2], tokenizer_dir, tmp_path / "two", _config(), read_config=PER_FILE, progress=False)
+    with warnings.catch_warnings(record=True) as caught:  # a file given twice: read once, said once
+        warnings.simplefilter("always")
+        build([corpus[0], corpus[0]], tokenizer_dir, tmp_path / "twice", _config(), read_config=PER_FILE,
+              progress=False)  # fmt: skip
+    assert sum("given more than once" in str(w.message) for w in caught) == 1
     with pytest.warns(UserWarning, match=r"the training split is empty: all 2 documents were held out \(eval_fr"):
         build(corpus[:2], tokenizer_dir, tmp_path / "all", _config(eval_fraction=0.999), read_config=PER_FILE,
               progress=False)  # fmt: skip

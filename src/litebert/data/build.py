@@ -253,7 +253,9 @@ def build(
     # Documents go to the workers unsplit: sentence splitting is pure Python and must run in parallel.
     # A window holds dupe_factor passes of its examples: documents longer than a window are cut to its size.
     cap = min(read.max_document_chars, max(config.window_chars, 1024))
-    docs = read_documents(corpus, config=ReadConfig(**{**asdict(read), "split": False, "max_document_chars": cap}),
+    # The files as _identity listed them (each once, a repeat said once); none: the corpus, for its error message.
+    files = [f["path"] for f in identity["corpus"]] or corpus
+    docs = read_documents(files, config=ReadConfig(**{**asdict(read), "split": False, "max_document_chars": cap}),
                           exclude=[out])  # fmt: skip
     init = (str(tokenizer_dir), config, read, tok)
     with open(out / WINDOWS, "a") as log:
