@@ -350,7 +350,11 @@ def _save_whole(model: FinetuneModel, directory: Path, task: str, state: dict, c
     fresh, old = directory.with_name(f".{directory.name}.tmp"), directory.with_name(f".{directory.name}.old")
     for leftover in (fresh, old):
         shutil.rmtree(leftover, ignore_errors=True)
-    save_finetuned(model, fresh, task, state, cfg, tok)
+    try:
+        save_finetuned(model, fresh, task, state, cfg, tok)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)  # a failed save leaves the last best/ alone and nothing beside it
+        raise
     if directory.exists():
         directory.rename(old)
     fresh.rename(directory)

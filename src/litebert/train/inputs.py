@@ -23,7 +23,7 @@ def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) ->
         raise ValueError(
             f"{data_dir / 'manifest.json'}: data vocab_size {vocab} exceeds the model's vocab_size {mcfg.vocab_size}"
         )
-    seq = int(manifest.get("settings", {}).get("max_seq_length", 0) or 0)
+    seq = int(manifest.get("settings", manifest).get("max_seq_length", 0) or 0)  # as pipeline._model_config reads it
     if seq > mcfg.max_position:
         raise ValueError(
             f"{data_dir / 'manifest.json'}: data max_seq_length {seq} exceeds the model's max_position "
