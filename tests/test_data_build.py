@@ -4,6 +4,7 @@ after an interruption, tokenizer checksum, held-out split and bad inputs."""
 from __future__ import annotations
 
 import filecmp
+import importlib
 import shutil
 import warnings
 from pathlib import Path
@@ -118,6 +119,11 @@ def test_interrupted_build_resumes_to_identical_bytes(built, corpus, tokenizer_d
     assert build(corpus, tokenizer_dir, out, _config(), read_config=PER_FILE, progress=False)["windows"] > 0
     with pytest.raises(ValueError, match="settings"):
         build(corpus, tokenizer_dir, out, _config(seed=1), read_config=PER_FILE, progress=False)
+    # ...and so is the same build under other reading rules (another litebert version): never resumed or reused
+    module = importlib.import_module("litebert.data.build")  # litebert.data.build is also the function
+    monkeypatch.setattr(module, "READER_VERSION", module.READER_VERSION + 1)
+    with pytest.raises(ValueError, match=r"resumed: holds data built with other text reading rules \(reader \d+ ->"):
+        build(corpus, tokenizer_dir, out, _config(), read_config=PER_FILE, progress=False)
 
 
 def test_tokenizer_checksum_mismatch_is_refused(built, shared_data, tmp_path):

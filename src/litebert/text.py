@@ -27,6 +27,9 @@ from litebert.sentences import split_sentences, wrap_between_words
 
 log = logging.getLogger("litebert.text")
 
+# What a corpus yields changes with the reading and sentence-splitting rules; data builds record this number, so
+# that a build is never resumed (or reused) under other rules. Raise it with any change to what is read.
+READER_VERSION = 2
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _MAX_MESSAGES = 200
 

@@ -50,7 +50,7 @@ from litebert.data.shards import (
 )
 from litebert.files import write_json
 from litebert.sentences import split_sentences
-from litebert.text import Paths, ReadConfig, iter_files, read_documents
+from litebert.text import READER_VERSION, Paths, ReadConfig, iter_files, read_documents
 from litebert.weights import copy_tokenizer
 
 STATE = "build_state.json"
@@ -144,6 +144,7 @@ def _identity(corpus: Paths, tok, config: DataConfig, read: ReadConfig, out: Pat
     stats = [(p, p.stat()) for p in iter_files(corpus, exclude=[out])]
     return {
         "format_version": FORMAT_VERSION,
+        "reader": READER_VERSION,
         "settings": config.to_dict(),
         "read": asdict(read),
         "tokenizer_sha256": tok.checksum,
@@ -186,6 +187,8 @@ def _differences(previous: dict, identity: dict) -> str:
         if isinstance(old, dict) and isinstance(new, dict):
             fields = sorted(f for f in new.keys() | old.keys() if old.get(f) != new.get(f))
             out.append(f"{key} ({', '.join(f'{f}: {old.get(f)!r} -> {new.get(f)!r}' for f in fields)})")
+        elif key == "reader":
+            out.append(f"text reading rules (reader {old!r} -> {new!r}: another litebert version)")
         elif key == "corpus" and isinstance(old, list):
             first = next((n for o, n in zip(old, new, strict=False) if o != n), None)
             what = f"first change: {first['path']}" if first else f"{len(old)} -> {len(new)} files"
