@@ -258,7 +258,7 @@ def test_mean_pooling_head_averages_real_tokens_and_is_kept_by_the_saved_model(f
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(results["dev_at_best"]["accuracy"])
 
 
-def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(ft_cfg, model_dir, tmp_path):
+def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(ft_cfg, model_dir, tmp_path, capsys):
     from litebert.finetune_heads import build_head, mean_pool
 
     base = litebert.load(model_dir)
@@ -277,6 +277,12 @@ def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(ft_cfg
             ft_cfg(tmp_path, task=task, train="x", dev="x", pooling="mean")
     with pytest.raises(ValueError, match="not to 'span'"):
         build_head("span", base.config, 2, pooling="mean")
+    # on the command line even "--pooling cls" is refused there: similarity would silently mean-pool anyway
+    data = str(FIXTURES / "sts.tsv")
+    argv = ["finetune", "--task", "similarity", "--train", data, "--dev", data, "--init", str(model_dir), "--out",
+            str(tmp_path / "sim"), "--pooling", "cls"]  # fmt: skip
+    assert main(argv) == 2 and not (tmp_path / "sim").exists()
+    assert "pooling 'cls' (--pooling) applies to classification" in capsys.readouterr().err
 
 
 def test_library_use_paths_and_caller_state(ft_cfg, model_dir, tmp_path):

@@ -40,6 +40,17 @@ from litebert.weights import HEAD_FILE, META_FILE, write_safetensors
 
 log = logging.getLogger(__name__)
 RESULTS_FILE = "results.json"
+
+
+def check_pooling(task: str, pooling: str) -> None:
+    """A pooling asked for (--pooling) applies only to the tasks that read one pooled state per sequence."""
+    if TASKS[task].head not in POOLED_HEADS:
+        raise ValueError(
+            f"FinetuneConfig.pooling {pooling!r} (--pooling) applies to classification, regression and "
+            f"multiple-choice, not to task {task!r}, which reads every token or always mean-pools"
+        )
+
+
 # Per-task defaults for the named columns (GLUE's SST-2 / STS-B headers).
 DEFAULT_COLUMNS = {
     "classification": (("sentence",), "label"),
@@ -109,11 +120,8 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig.lr must be a positive finite number, got {self.lr!r}")
         if self.pooling not in POOLINGS:
             raise ValueError(f"FinetuneConfig.pooling must be one of {POOLINGS}, got {self.pooling!r}")
-        if self.pooling != "cls" and TASKS[self.task].head not in POOLED_HEADS:
-            raise ValueError(
-                f"FinetuneConfig.pooling {self.pooling!r} (--pooling) applies to classification, regression and "
-                f"multiple-choice, not to task {self.task!r}"
-            )
+        if self.pooling != "cls":  # "cls" is also what every other task's config holds (finetune.json)
+            check_pooling(self.task, self.pooling)
         for name in ("warmup", "weight_decay"):
             if not 0 <= getattr(self, name) < math.inf:  # NaN too
                 raise ValueError(f"FinetuneConfig.{name} must be >= 0, got {getattr(self, name)!r}")

@@ -29,8 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=float, default=0.1, help="fraction of --max-steps if < 1, else steps")
     p.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
     p.add_argument("--group-by-length", action="store_true", help="length-grouped batches (faster on real text)")
-    p.add_argument("--pooling", choices=POOLINGS, default="cls",
-                   help="classification, regression, multiple-choice: [CLS] pooler or token mean")  # fmt: skip
+    p.add_argument(
+        "--pooling",
+        choices=POOLINGS,
+        help="classification, regression, multiple-choice: [CLS] pooler (default), or token mean",
+    )
     p.add_argument("--text-columns",
                    help="comma-separated text column names (one, or two for pairs), or 0-based positions for a "
                         "file without a header row (GLUE CoLA: --text-columns 3 --label-column 1)")  # fmt: skip
@@ -68,8 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _finetune(args: argparse.Namespace) -> int:
-    from litebert.finetune import FinetuneConfig, finetune
+    from litebert.finetune import FinetuneConfig, check_pooling, finetune
 
+    if args.pooling is not None:  # asked for, even as "cls": refused where the task has no pooled state
+        check_pooling(args.task, args.pooling)
     skip = {"command", "func", "text_columns"}
     kw = {k: v for k, v in vars(args).items() if k not in skip and v is not None}
     if args.text_columns:
