@@ -2,16 +2,15 @@
 
 The pretraining data step (PAPER.md §3) wants documents as lists of sentences, one sentence per line and a blank
 line between documents (the official create_pretraining_data.py input). Users bring raw files instead, so this
-module reads files or directories as a stream (bounded reads: a 10 MB line is read in chunks), survives bad
-bytes (replaced, counted with file and byte offset in a `TextReport`) and splits paragraphs into sentences with
-`litebert.sentences.split_sentences`.
+module reads files or directories as a stream (bounded reads: a 10 MB line is read in chunks, by
+`litebert.rawlines`), survives bad bytes (replaced, counted with file and byte offset in a `TextReport`) and
+splits paragraphs into sentences with `litebert.sentences.split_sentences`.
 """
 
 from __future__ import annotations
 
 import bz2
 import gzip
-import io
 import json
 import logging
 import os
@@ -20,9 +19,9 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from litebert.files import READ_ERRORS, format_suffix, open_bytes
+from litebert.rawlines import lines, not_text
 from litebert.sentences import split_sentences, wrap_between_words
 
 log = logging.getLogger("litebert.text")
@@ -153,7 +152,7 @@ def read_documents(
 
 def _documents(files: list[Path], jsonl: set[Path], report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
     for path in files:
-        why = _not_text(path)
+        why = not_text(path)
         if why:
             report.skipped += 1
             report.note(f"{path}: skipped, {why}")
@@ -179,137 +178,12 @@ def _is_jsonl(path: Path) -> bool:
     try:
         with open_bytes(path) as f:
             start = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    except READ_ERRORS:  # unreadable: said when the file's turn comes (_not_text)
+    except READ_ERRORS:  # unreadable: said when the file's turn comes (not_text)
         return False
     if start == b"[":
         raise ValueError(f"{path}: a JSON array; litebert streams JSON lines (one object per line, as .jsonl): "
                          "convert it, e.g. jq -c '.[]' file.json > file.jsonl")  # fmt: skip
     return start == b"{"
-
-
-def _not_text(path: Path) -> str | None:
-    """Why `path` is not UTF-8 text (None when it is)."""
-    try:
-        with open_bytes(path) as f:
-            head = f.read(8192)
-    except READ_ERRORS as exc:  # a corrupt .gz or .bz2
-        raise ValueError(f"{path}: cannot read: {exc}") from exc
-    if head[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
-        return "UTF-32 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-32 -t UTF-8)"
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return "UTF-16 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8)"
-    bad = head[:-4].decode("utf-8", errors="replace").count("\ufffd")
-    if head.count(b"\x00") > len(head) // 100 or (len(head) > 64 and bad > len(head) // 10):
-        korean = False  # Korean files saved by older Windows tools (the head may end inside a 2-byte character)
-        for cut in (head, head[:-1]):
-            try:
-                korean = korean or any("\uac00" <= c <= "\ud7a3" for c in cut.decode("cp949"))
-            except UnicodeDecodeError:
-                continue
-        if korean and b"\x00" not in head:
-            return "EUC-KR/CP949 text (litebert reads UTF-8: convert it, e.g. iconv -f CP949 -t UTF-8)"
-        return "looks like a binary file (many NUL bytes or mostly invalid UTF-8)"
-    return None
-
-
-def _decode(data: bytes, offset: int, path: Path, report: TextReport, line: int) -> str:
-    """UTF-8 decode; each invalid sequence becomes U+FFFD and is reported with its line and byte offset, and
-    NUL bytes (stray in text, never meant) are removed and reported."""
-    text = _utf8(data, offset, path, report, line)
-    if "\x00" in text:
-        report.note(f"{path}:{line}: {text.count(chr(0))} NUL byte(s) removed")
-        text = text.replace("\x00", "")
-    return text
-
-
-def _utf8(data: bytes, offset: int, path: Path, report: TextReport, line: int) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    out, pos = [], 0
-    while True:
-        try:
-            out.append(data[pos:].decode("utf-8"))
-            return "".join(out)
-        except UnicodeDecodeError as exc:
-            out.append(data[pos : pos + exc.start].decode("utf-8") + "\ufffd")
-            report.invalid_bytes += 1
-            report.note(f"{path}:{line}: invalid UTF-8 at byte offset {offset + pos + exc.start}, replaced")
-            pos += exc.end
-
-
-def _split_incomplete(data: bytes) -> tuple[bytes, bytes]:
-    """Keep a UTF-8 sequence cut by the chunk boundary for the next chunk."""
-    for i in range(1, min(4, len(data)) + 1):
-        byte = data[-i]
-        if byte & 0xC0 == 0x80:
-            continue
-        need = 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4 if byte >> 3 == 0b11110 else 1
-        return (data[:-i], data[-i:]) if need > i else (data, b"")
-    return data, b""
-
-
-def _cr_line_ends(f: BinaryIO, block: int = 1 << 16, limit: int = 1 << 24) -> bool:
-    """Whether lines end in CR alone: a CR comes before any LF, and no LF in the 64 KB after it either (a stray
-    CR in a CRLF or LF file is no line end). Looked for in the first 16 MB: a first line may be long."""
-    total = 0
-    while total < limit:
-        seen = f.read(block)
-        total += len(seen)
-        if b"\n" in seen or not seen:
-            return False
-        if b"\r" in seen:
-            return b"\n" not in f.read(block)
-    return False
-
-
-class _CrAsLf(io.RawIOBase):
-    """A file whose lines end in CR alone, read with each CR as LF: byte for byte, so offsets still hold."""
-
-    def __init__(self, f: io.BufferedIOBase) -> None:
-        self.f = f
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        data = self.f.read(len(buffer)).replace(b"\r", b"\n")
-        buffer[: len(data)] = data
-        return len(data)
-
-
-def _lines(path: Path, report: TextReport, chunk: int) -> Iterator[tuple[int, str, bool]]:
-    """Yield (line number, text, complete): a line longer than `chunk` bytes comes in several pieces."""
-    line_no, pos, carry, complete = 1, 0, b"", True
-    with open_bytes(path) as f:
-        if f.read(3) != b"\xef\xbb\xbf":  # a UTF-8 byte-order mark (as Windows tools write) is not text
-            f.seek(0)
-        else:
-            pos = 3
-        try:
-            cr_only = _cr_line_ends(f)  # classic Mac OS line ends: CR alone
-            f.seek(pos)
-        except READ_ERRORS as exc:
-            raise ValueError(f"{path}: cannot read past line {line_no}: {exc}") from exc
-        if cr_only:
-            f = io.BufferedReader(_CrAsLf(f))
-        while True:
-            try:
-                data = f.readline(chunk)
-            except READ_ERRORS as exc:
-                raise ValueError(f"{path}: cannot read past line {line_no}: {exc}") from exc
-            if not data:
-                if carry or not complete:  # the last line has no newline: it ends here all the same
-                    yield line_no, _decode(carry, pos, path, report, line_no), True
-                return
-            data = carry + data
-            complete = data.endswith(b"\n")
-            data, carry = (data, b"") if complete else _split_incomplete(data)
-            text = _decode(data, pos, path, report, line_no)
-            pos += len(data)
-            yield line_no, (text.rstrip("\r\n") if complete else text), complete
-            line_no += complete
 
 
 def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
@@ -346,7 +220,7 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
     continuing = False  # the previous piece was an unfinished long line
     size = 0  # characters in doc so far (checked only when doc grows: sum over doc[size_from:])
     size_from = 0
-    for line_no, text, complete in _lines(path, report, cfg.chunk_bytes):
+    for line_no, text, complete in lines(path, report, cfg.chunk_bytes):
         if complete and not continuing and not text.strip():
             if cfg.blank_lines_wrap:
                 continue  # a wrap, joined like any other line
@@ -378,7 +252,7 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
 
 def _jsonl_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
     parts: list[str] = []
-    for line_no, text, complete in _lines(path, report, cfg.chunk_bytes):
+    for line_no, text, complete in lines(path, report, cfg.chunk_bytes):
         parts.append(text)
         if not complete:
             continue
