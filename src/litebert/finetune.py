@@ -242,7 +242,7 @@ def train_batches(
 
 @torch.no_grad()
 def run_model(
-    model: FinetuneModel, data: TaskData, pad: dict[str, int], batch_size: int, device: torch.device
+    model: FinetuneModel, data: TaskData, pad: dict[str, int], batch_size: int
 ) -> dict[str, list[np.ndarray]]:
     """Per-feature outputs (logits etc.) of the model in eval mode, in feature order."""
     model.eval()
@@ -252,8 +252,8 @@ def run_model(
     for i in range(0, len(order), batch_size):
         idx = order[i : i + batch_size]
         batch = collate([data.features[j] for j in idx], pad)
-        batch = {k: v.to(device) for k, v in batch.items() if not k.endswith("labels") and "positions" not in k}
-        for key, value in model(batch).items():
+        batch = {k: v for k, v in batch.items() if not k.endswith("labels") and "positions" not in k}
+        for key, value in model(batch).items():  # FinetuneModel moves the batch to its device
             slots = outputs.setdefault(key, [None] * len(order))
             for j, v in zip(idx, value.float().cpu().numpy(), strict=True):
                 slots[j] = v
@@ -261,7 +261,7 @@ def run_model(
 
 
 def evaluate_data(model: FinetuneModel, task: Task, data: TaskData, tok: Any, cfg: Any, state: dict) -> dict:
-    outputs = run_model(model, data, task.pad_values(tok), cfg.eval_batch_size, resolve_device(cfg))
+    outputs = run_model(model, data, task.pad_values(tok), cfg.eval_batch_size)
     return task.score(data, outputs, cfg, state)
 
 
@@ -312,8 +312,7 @@ def _finetune(cfg: FinetuneConfig, device: torch.device) -> FinetuneResult:
         set_lr(
             optimizer, lr_schedule(step - 1, peak_lr=cfg.lr, warmup_steps=cfg.warmup_steps, total_steps=cfg.max_steps)
         )
-        batch = {k: v.to(device) for k, v in next(batches).items()}
-        loss = model(batch)["loss"]
+        loss = model(next(batches))["loss"]  # FinetuneModel moves the batch to its device
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.trainable().parameters(), 1.0)

@@ -118,7 +118,7 @@ def predict(
     data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="predict")
     data.report.warn()
     pad = ft.task.pad_values(ft.tokenizer)
-    outputs = run_model(ft.model, data, pad, ft.config.eval_batch_size, resolve_device(ft.config))
+    outputs = run_model(ft.model, data, pad, ft.config.eval_batch_size)
     preds = ft.task.predict(data, outputs, ft.config, ft.state)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
