@@ -23,6 +23,7 @@ from litebert.weights import (
     check_state_dict,
     copy_tokenizer,
     load,
+    model_files,
     read_config_json,
     read_safetensors,
     save,
@@ -356,10 +357,6 @@ def _check_distinct(src_dir: str | Path, dst_dir: str | Path) -> None:
         raise ValueError(f"{dst_dir}: the destination is the source; convert into another directory")
 
 
-# Files whose presence means a directory holds a model: litebert's, a fine-tuned one's, or transformers'.
-_MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorch_model.bin", HEAD_FILE, META_FILE)
-
-
 def _check_destination(dst_dir: str | Path) -> None:
     """Refuse a destination that is not new or empty (hidden files and a README aside): a conversion writes some
     files and leaves the others, so the directory would mix two models (one class's config.json beside another's
@@ -367,7 +364,7 @@ def _check_destination(dst_dir: str | Path) -> None:
     dst = Path(dst_dir)
     if dst.exists() and not dst.is_dir():
         raise ValueError(f"{dst}: a file, not a directory; convert into a new or empty directory")
-    found = [name for name in _MODEL_FILES if (dst / name).is_file()]
+    found = model_files(dst)
     if found:
         raise ValueError(f"{dst}: already holds a model ({', '.join(found)}); convert into a new or empty directory, "
                          "or remove this one first to replace it")  # fmt: skip

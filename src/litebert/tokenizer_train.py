@@ -17,7 +17,7 @@ from tqdm import tqdm
 from litebert.normalize import Normalizer
 from litebert.text import Paths, ReadConfig, TextReport, read_documents
 from litebert.tokenizer import DIGIT_COMMA, MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
-from litebert.weights import CONFIG_FILE, WEIGHTS_FILE
+from litebert.weights import model_files
 
 
 @dataclass(kw_only=True)
@@ -94,7 +94,7 @@ def check_tokenizer_out(out: Path, *, source: Path | None = None) -> None:
     if source is not None and out.resolve() == source.resolve():
         raise ValueError(f"{out}: the output is the tokenizer being extended; write the extended tokenizer to a new "
                          "directory (--out), so that data and models built with this one keep their files")  # fmt: skip
-    found = [name for name in (CONFIG_FILE, WEIGHTS_FILE) if (out / name).is_file()]
+    found = model_files(out)
     if found:
         raise ValueError(
             f"{out}: holds a model ({', '.join(found)}), and a new tokenizer there would not match its embeddings; "

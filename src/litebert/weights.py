@@ -23,6 +23,15 @@ TOKENIZER_FILES = ("spiece.model", "tokenizer.json", "tokenizer_config.json", "s
 # A fine-tuned model directory (litebert.finetune) holds these beside the pretrained model: the task head's
 # weights and the task's settings. Named here so that every reader of a model directory knows them.
 HEAD_FILE, META_FILE = "head.safetensors", "finetune.json"
+# Files whose presence means a directory holds a model: litebert's, a fine-tuned one's, or transformers'.
+MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorch_model.bin", HEAD_FILE, META_FILE)
+
+
+def model_files(directory: str | Path) -> list[str]:
+    """The MODEL_FILES in `directory`: a model there, which a tokenizer or a conversion must not be written over."""
+    return [name for name in MODEL_FILES if (Path(directory) / name).is_file()]
+
+
 _DIGEST_KEY = "litebert_sha256"
 
 
