@@ -195,7 +195,7 @@ def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[
 def _model_config(job: PretrainJob, data_dir: Path | None) -> ModelConfig:
     """The model to train: init_from's, or the preset with the job's fields, sized to the data; with no data yet
     (a check before preparing it), to the tokenizer's vocab_size and the data config's sequence length."""
-    from litebert.data import read_manifest
+    from litebert.data.shards import built_seq_length, read_manifest
     from litebert.weights import load_config
 
     if data_dir is None:
@@ -203,7 +203,7 @@ def _model_config(job: PretrainJob, data_dir: Path | None) -> ModelConfig:
     else:
         manifest = read_manifest(data_dir)
         vocab = int(manifest.get("vocab_size", 0))
-        seq = int(manifest.get("settings", manifest).get("max_seq_length", 0) or 0)
+        seq = built_seq_length(manifest)
     if job.init_from is not None:
         if _model_overrides(job):
             raise ValueError("config: 'model' overrides cannot be combined with init_from (its config is used)")

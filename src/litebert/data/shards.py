@@ -188,13 +188,20 @@ def read_manifest(data_dir: str | Path) -> dict:
     return manifest
 
 
-def check_tokenizer(manifest: dict, checksum: str, where: str | Path) -> None:
-    """Refuse a tokenizer other than the one the data was built with (ids would silently mean other pieces)."""
-    expected = manifest["tokenizer_sha256"]
+def built_seq_length(manifest: dict) -> int:
+    """The max_seq_length the data was built with (0 when unknown; older manifests keep it at the top)."""
+    return int(manifest.get("settings", manifest).get("max_seq_length", 0) or 0)
+
+
+def check_tokenizer(manifest: dict, checksum: str, where: str | Path, tokenizer: str = "the given tokenizer") -> None:
+    """Refuse a tokenizer other than the one the data was built with (ids would silently mean other pieces);
+    `tokenizer` says which tokenizer `checksum` (its spiece.model's sha256) is of."""
+    expected = str(manifest.get("tokenizer_sha256"))
     if checksum != expected:
         raise ValueError(
-            f"{Path(where) / MANIFEST}: built with tokenizer sha256 {expected[:12]}..., but the given tokenizer "
-            f"has sha256 {checksum[:12]}...; rebuild the data with this tokenizer or pass the original one"
+            f"{Path(where) / MANIFEST}: data built with tokenizer sha256 {expected[:12]}..., but {tokenizer} has "
+            f"sha256 {checksum[:12]}...; rebuild the data with this tokenizer (litebert data build) or pass the "
+            "matching one"
         )
 
 

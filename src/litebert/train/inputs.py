@@ -15,7 +15,7 @@ RUN_CONFIG = "run_config.json"
 
 
 def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -> None:
-    from litebert.data import read_manifest
+    from litebert.data.shards import built_seq_length, check_tokenizer, read_manifest
 
     manifest = read_manifest(data_dir)
     vocab = int(manifest.get("vocab_size", 0))
@@ -23,7 +23,7 @@ def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) ->
         raise ValueError(
             f"{data_dir / 'manifest.json'}: data vocab_size {vocab} exceeds the model's vocab_size {mcfg.vocab_size}"
         )
-    seq = int(manifest.get("settings", manifest).get("max_seq_length", 0) or 0)  # as pipeline._model_config reads it
+    seq = built_seq_length(manifest)
     if seq > mcfg.max_position:
         raise ValueError(
             f"{data_dir / 'manifest.json'}: data max_seq_length {seq} exceeds the model's max_position "
@@ -31,13 +31,7 @@ def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) ->
         )
     if tokenizer_dir is not None and (tokenizer_dir / SPIECE).is_file():
         digest = hashlib.sha256((tokenizer_dir / SPIECE).read_bytes()).hexdigest()
-        expected = manifest.get("tokenizer_sha256")
-        if expected != digest:
-            raise ValueError(
-                f"{data_dir / 'manifest.json'}: data built with tokenizer sha256 {str(expected)[:12]}..., but "
-                f"the tokenizer of this run/model ({tokenizer_dir / SPIECE}) has sha256 {digest[:12]}...; "
-                "rebuild the data with this tokenizer (litebert data build) or pass the matching one"
-            )
+        check_tokenizer(manifest, digest, data_dir, f"the tokenizer of this run/model ({tokenizer_dir / SPIECE})")
 
 
 def data_identity(data_dir: Path) -> str:
