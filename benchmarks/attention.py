@@ -7,6 +7,7 @@ kernel with dropout: SDPA then runs its own explicit product with Bernoulli mask
     python benchmarks/attention.py --threads 2
     python benchmarks/attention.py --threads 2 --dropout 0.1   # both with attention dropout (ALBERT v1)
     python benchmarks/attention.py --threads 2 --softmax   # bf16: softmax in bf16 (litebert) vs in fp32 + casts
+    python benchmarks/attention.py --threads 2 --inplace --dtype float32   # scores scaled and masked in place or not
 """
 
 from __future__ import annotations
@@ -35,11 +36,19 @@ def explicit(q, k, v, mask):  # noqa: ANN001, ANN201 - forces the explicit path 
         model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES = saved
 
 
-def explicit_fp32_softmax(q, k, v, mask):  # noqa: ANN001, ANN201 - the explicit path before it kept bf16 softmax
+def scores_out_of_place(q, k, mask):  # noqa: ANN001, ANN201 - the scores as the explicit path made them before in-place
     scores = torch.matmul(q, k.transpose(-1, -2)) * q.shape[-1] ** -0.5
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+    return scores if mask is None else scores.masked_fill(~mask, float("-inf"))
+
+
+def explicit_fp32_softmax(q, k, v, mask):  # noqa: ANN001, ANN201 - the explicit path before it kept bf16 softmax
+    scores = scores_out_of_place(q, k, mask)
     return torch.matmul(torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), v)
+
+
+def explicit_out_of_place(q, k, v, mask):  # noqa: ANN001, ANN201 - the explicit path before it scaled/masked in place
+    scores = scores_out_of_place(q, k, mask)
+    return torch.matmul(model.dropout(torch.softmax(scores, dim=-1), DROPOUT), v)
 
 
 def fused(q, k, v, mask):  # noqa: ANN001, ANN201
@@ -67,6 +76,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--softmax", action="store_true", help="bf16 softmax vs fp32 softmax + casts, explicit path")
+    ap.add_argument("--inplace", action="store_true", help="explicit path: scores scaled/masked in place or not")
     ap.add_argument("--dropout", type=float, default=0.0, help="attention dropout for both paths")
     ap.add_argument("--dtype", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"])
     args = ap.parse_args()
@@ -74,7 +84,11 @@ def main() -> None:
     global DROPOUT
     DROPOUT = args.dropout
     if args.softmax:
-        softmax_dtype(args.reps)
+        alternate(explicit_fp32_softmax, explicit, "fp32 softmax", "bf16 softmax", torch.bfloat16, args.reps)
+        return
+    if args.inplace:
+        for dtype in (getattr(torch, d) for d in args.dtype):
+            alternate(explicit_out_of_place, explicit, "out of place", "in place", dtype, args.reps)
         return
     print(f"torch {torch.__version__}, {args.threads} threads; forward + backward, head size 64, dropout {DROPOUT}")
     print(f"{'B':>3} {'N':>3} {'T':>4} {'dtype':<9} {'mask':<5} {'fused ms':>9} {'explicit ms':>12} {'speedup':>8}")
@@ -88,16 +102,18 @@ def main() -> None:
                 print(f"{B:>3} {N:>3} {T:>4} {name:<9} {masked!s:<5} {a:>9.1f} {b:>12.1f} {a / b:>7.2f}x")
 
 
-def softmax_dtype(reps: int) -> None:
-    """Median over 9 alternating rounds of (fp32-softmax time / bf16-softmax time), forward + backward in bf16."""
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; bf16 forward + backward, head size 64")
-    print(f"{'B':>3} {'N':>3} {'T':>4} {'mask':<5} {'fp32 softmax ms':>16} {'bf16 softmax ms':>16} {'speedup':>8}")
+def alternate(a_fn, b_fn, a_name: str, b_name: str, dtype: torch.dtype, reps: int) -> None:  # noqa: ANN001
+    """Median over 9 alternating rounds of (a's time / b's time), explicit-path forward + backward in `dtype`."""
+    name = str(dtype).removeprefix("torch.")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {name} forward + backward, head size 64, "
+          f"dropout {DROPOUT}")  # fmt: skip
+    print(f"{'B':>3} {'N':>3} {'T':>4} {'mask':<5} {a_name + ' ms':>16} {b_name + ' ms':>16} {'speedup':>8}")
     for shape in [(32, 2, 32), (32, 12, 32), (32, 12, 64), (8, 12, 128), (32, 2, 128), (8, 12, 256)]:
         for masked in (False, True):
             a, b = [], []
             for _ in range(9):
-                a.append(milliseconds(explicit_fp32_softmax, shape, torch.bfloat16, masked, reps))
-                b.append(milliseconds(explicit, shape, torch.bfloat16, masked, reps))
+                a.append(milliseconds(a_fn, shape, dtype, masked, reps))
+                b.append(milliseconds(b_fn, shape, dtype, masked, reps))
             ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
             B, N, T = shape
             print(f"{B:>3} {N:>3} {T:>4} {masked!s:<5} {statistics.median(a):>16.2f} {statistics.median(b):>16.2f} "
