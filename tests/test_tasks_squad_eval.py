@@ -222,3 +222,22 @@ def test_a_declared_v1_file_is_v1_even_with_a_question_without_answers(tmp_path)
     (tmp_path / "pred.json").write_text(json.dumps({"a": "x", "n": ""}))
     with pytest.raises(ValueError, match="question 'n' has no gold answer, which SQuAD v1.1 cannot score"):
         se.evaluate_files(tmp_path / "gold.json", tmp_path / "pred.json")
+
+
+def test_evaluate_files_reads_compressed_and_bom_files_as_the_squad_task_does(tmp_path):
+    """A gold file the squad task reads (dev-v2.0.json.gz, a BOM from a Windows editor) is scored, not failed
+    with a bare codec error naming no file."""
+    import gzip
+
+    gold = (FIXTURES / "squad_v1.json").read_text(encoding="utf-8")
+    qas = [qa for art in json.loads(gold)["data"] for p in art["paragraphs"] for qa in p["qas"]]
+    (tmp_path / "preds.json").write_text(json.dumps({qa["id"]: qa["answers"][0]["text"] for qa in qas}))
+    with gzip.open(tmp_path / "gold.json.gz", "wt", encoding="utf-8") as f:
+        f.write(gold)
+    (tmp_path / "bom.json").write_text("\ufeff" + gold, encoding="utf-8")
+    for name in ("gold.json.gz", "bom.json"):
+        out = se.evaluate_files(tmp_path / name, tmp_path / "preds.json")
+        assert out["exact_match"] == 100.0 and out["total"] == len(qas)
+    (tmp_path / "latin1.json").write_bytes('{"caf\xe9": 1}'.encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.json: line 1: not UTF-8"):
+        se.evaluate_files(tmp_path / "gold.json.gz", tmp_path / "latin1.json")

@@ -35,6 +35,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from litebert.tasks.common import open_text
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = set(string.punctuation)
 # KorQuAD's remove_() replaces these by a space before punctuation removal; the ASCII ones are punctuation
@@ -230,10 +232,9 @@ def _check_gold(path: str | Path, dataset: list[Any]) -> None:
 
 
 def _read_json(path: Path) -> Any:
+    """A JSON file, .gz/.bz2 too, as the squad task reads it (bad UTF-8 and a missing file are named)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_text(path) as f:
             return json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: file not found") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
