@@ -241,3 +241,13 @@ def test_evaluate_files_reads_compressed_and_bom_files_as_the_squad_task_does(tm
     (tmp_path / "latin1.json").write_bytes('{"caf\xe9": 1}'.encode("latin-1"))
     with pytest.raises(ValueError, match=r"latin1.json: line 1: not UTF-8"):
         se.evaluate_files(tmp_path / "gold.json.gz", tmp_path / "latin1.json")
+
+
+def test_cli_evaluate_refuses_a_version_it_would_not_apply(tmp_path, capsys):
+    """With --init the file's own version is scored (as in fine-tuning): --version is refused, not dropped."""
+    from litebert.cli import main
+
+    gold = _korquad_gold(tmp_path, version="1.1")
+    argv = ["evaluate", "--data", str(gold), "--init", str(tmp_path / "no_model"), "--version", "2.0"]
+    assert main(argv) == 2
+    assert "--version is for --predictions" in capsys.readouterr().err

@@ -98,6 +98,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.metric:  # a model's SQuAD score follows its data file, as in fine-tuning
         raise ValueError("--metric is for --predictions; with --init a file whose version names KorQuAD is scored "
                          "with KorQuAD's metric, any other with SQuAD's")  # fmt: skip
+    if args.version:  # as the metric: the file's own version, whatever the flag said (it was dropped silently)
+        raise ValueError("--version is for --predictions; with --init a SQuAD file is scored by its own version's "
+                         'rules (its "version" field, else 2.0 when a question has no answers)')  # fmt: skip
     from litebert.finetuned import evaluate
 
     columns = {"text_columns": _columns(args.text_columns), "label_column": args.label_column}
