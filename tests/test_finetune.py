@@ -387,3 +387,16 @@ def test_an_interrupted_rerun_leaves_no_results_of_another_run(ft_cfg, tmp_path,
     (tmp_path / "file").write_text("x")
     with pytest.raises(NotADirectoryError, match="file: --out is a file; it names the directory"):
         finetune(ft_cfg(tmp_path / "file", task="classification", train=data, dev=data, max_steps=1))
+
+
+def test_a_nan_first_dev_score_is_replaced_by_the_first_number(ft_cfg, tmp_path, monkeypatch):
+    # The first evaluation always saves best/; when its score is NaN (a regression model whose outputs are NaN
+    # gives a NaN correlation) a later real score must still become the best (nothing compares > NaN).
+    import litebert.finetune as finetune_module
+
+    scores = iter([float("nan"), 0.5, 0.25])
+    monkeypatch.setattr(finetune_module, "evaluate_data", lambda *a, **k: {"accuracy": next(scores)})
+    data = str(FIXTURES / "sst2.tsv")
+    result = finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=3, eval_every=1))
+    assert (result.best_step, result.best_value) == (2, 0.5)
+    assert json.loads((tmp_path / "results.json").read_text())["best"]["step"] == 2

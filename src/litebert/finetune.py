@@ -324,11 +324,13 @@ def _finetune(cfg: FinetuneConfig, device: torch.device) -> FinetuneResult:
             result.history.append({**entry, "dev": metrics})
             log.info("step %d: train loss %.4f, dev %s", step, entry["train_loss"], json.dumps(metrics))
             losses = []
-            # The first evaluation always saves, so best/ exists even when the metric is NaN.
-            if metrics[task.main_metric] > result.best_value or not result.best_step:
+            # The first evaluation always saves, so best/ exists even when the metric is NaN; any number beats NaN.
+            value = metrics[task.main_metric]
+            beats_nan = math.isnan(result.best_value) and not math.isnan(value)
+            if value > result.best_value or not result.best_step or beats_nan:
                 if not result.best_step:  # an earlier run's results would describe this run's best/
                     (out / RESULTS_FILE).unlink(missing_ok=True)
-                result.best_value, result.best_step = metrics[task.main_metric], step
+                result.best_value, result.best_step = value, step
                 _save_whole(model, result.best_dir, task.name, state, cfg, tok)
     result.results_path = write_results(result, cfg, state, train, dev)
     return result
