@@ -321,3 +321,13 @@ def test_a_head_transformers_has_no_class_for_is_left_out_with_a_warning(ft_cfg,
     with pytest.warns(UserWarning, match=left_out):
         hf.export_hf(tmp_path / "ft" / "best", tmp_path / "hf")
     assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == ["AlbertForPreTraining"]
+
+
+def test_a_sharded_index_without_a_weight_map_is_named(tmp_path):
+    from litebert.hf import read_hf_weights
+
+    index = tmp_path / "model.safetensors.index.json"
+    for text in ('{"metadata": {}}', "[]", "{"):
+        index.write_text(text)
+        with pytest.raises(ValueError, match=r"model\.safetensors\.index\.json: (no \"weight_map\"|invalid JSON)"):
+            read_hf_weights(tmp_path)

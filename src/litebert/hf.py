@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from litebert.config import ModelConfig
+from litebert.config import ModelConfig, read_json
 from litebert.files import write_json
 from litebert.heads import AlbertForPretraining
 from litebert.weights import (
@@ -215,7 +215,11 @@ def read_hf_weights(directory: Path) -> dict[str, torch.Tensor]:
         return read_safetensors(directory / WEIGHTS_FILE)
     index = directory / f"{WEIGHTS_FILE}.index.json"
     if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        data = read_json(index)
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(weight_map, dict):
+            raise ValueError(f'{index}: no "weight_map" object naming the shard of each tensor')
+        shards = sorted(set(weight_map.values()))
         return {k: v for shard in shards for k, v in read_safetensors(directory / shard).items()}
     legacy = directory / "pytorch_model.bin"
     if legacy.is_file():
