@@ -158,6 +158,13 @@ def test_conll_tab_separated_columns_are_stripped(tmp_path):
     assert chunks(sentence.tags) == {("ORG", 0, 0), ("MISC", 2, 2)}  # "O " is no entity
 
 
+def test_a_stray_tab_at_a_line_end_keeps_a_space_separated_line_in_two_columns(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("EU B-ORG\t\nrejects O\nNew York\tB-LOC\n")  # the tab in the last line separates its columns
+    sentence = read_conll(path)[0]
+    assert sentence.words == ["EU", "rejects", "New York"] and sentence.tags == ["B-ORG", "O", "B-LOC"]
+
+
 @pytest.mark.parametrize("suffix", [".gz", ".bz2"])
 def test_a_truncated_compressed_task_file_is_named(tmp_path, suffix):
     import bz2

@@ -88,8 +88,9 @@ def read_conll(path: str | Path, report: Report | None = None) -> list[TaggedSen
 def _columns(raw: str) -> list[str]:
     """The columns of a line of a CoNLL (not CoNLL-U) file, each stripped; [] for a blank line."""
     # columns are tab- or space-separated; other whitespace (a no-break space in "10 000") is in the word, but
-    # not at a column's edge: "B-PER \n" is the tag "B-PER" (an "O " would otherwise be an entity type "O ")
-    line = raw.strip("\r\n")
+    # not at a column's edge: "B-PER \n" is the tag "B-PER" (an "O " would otherwise be an entity type "O "); a
+    # stray tab at a line's end does not make a space-separated line tab-separated ("EU B-ORG\t" is two columns)
+    line = raw.strip("\r\n").strip(" \t")
     cols = [c.strip() for c in line.split("\t" if "\t" in line else " ")]
     return [c for c in cols if c]
 
