@@ -407,6 +407,14 @@ def test_race_reader_names_file_and_field_of_bad_input(tmp_path, change, message
         read_race(tmp_path / "l.jsonl")
 
 
+def test_race_json_lines_errors_name_the_line(tmp_path):
+    good = {"id": "a", "article": "Text.", "questions": ["Q?"], "options": [["a", "b"]], "answers": ["A"]}
+    bad = {**good, "answers": ["Z"]}
+    (tmp_path / "r.jsonl").write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n")  # a blank line 2
+    with pytest.raises(ValueError, match=r"r.jsonl: line 3: .*answer"):
+        read_race(tmp_path / "r.jsonl")
+
+
 def test_a_json_file_given_to_a_table_task_is_named_and_not_dumped(tmp_path):
     """A SQuAD file is one line, possibly megabytes: the header quoted in the error is cut short, and the
     message says the file looks like JSON."""

@@ -53,14 +53,15 @@ def _objects(path: Path) -> list[tuple[str, dict]]:
             json.loads(first)
         except json.JSONDecodeError:
             raise ValueError(f"{path}: line {whole.lineno}: invalid JSON: {whole.msg}") from None
-        data = []
+        located = []  # each object named by its line, which a count of objects misses past a blank line
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                data.append(json.loads(line))
+                located.append((f"{path}: line {n}", json.loads(line)))
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
+        return located
     items = data if isinstance(data, list) else [data]
     return [(f"{path} (article {i})", obj) for i, obj in enumerate(items)]
 
