@@ -342,6 +342,12 @@ def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, c
     for task, kw in [*same, ("similarity", {"label_column": "sentence2"})]:
         with pytest.raises(ValueError, match=r"label_column '\w+' \(--label-column\) is also one of the text columns"):
             ft_cfg(tmp_path, task=task, train=data, dev=data, **kw)
+    for task, kw in [
+        ("squad", {"text_columns": "question", "max_query_length": 16}),
+        ("token-classification", {"label_column": "tag"}),
+    ]:
+        with pytest.raises(ValueError, match=rf"are for table files .*; task '{task}' reads its own format"):
+            ft_cfg(tmp_path, task=task, train=data, dev=data, **kw)
     argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
             "--out", str(tmp_path / "o")]  # fmt: skip
     for device, reason in (("tpu", "Expected one of cpu, cuda"), (f"cuda:{torch.cuda.device_count()}", "")):

@@ -141,6 +141,11 @@ class FinetuneConfig:
         self._resolve_columns()
 
     def _resolve_columns(self) -> None:
+        if self.task not in DEFAULT_COLUMNS and (self.text_columns or self.label_column):
+            raise ValueError(
+                f"FinetuneConfig.text_columns / label_column (--text-columns / --label-column) are for table files "
+                f"({', '.join(DEFAULT_COLUMNS)}); task {self.task!r} reads its own format and would ignore them"
+            )
         columns, label = DEFAULT_COLUMNS.get(self.task, ((), None))
         self.text_columns = tuple(self.text_columns) if self.text_columns else columns
         self.label_column = self.label_column or label
