@@ -28,7 +28,7 @@ log = logging.getLogger("litebert.text")
 
 # What a corpus yields changes with the reading and sentence-splitting rules; data builds record this number, so
 # that a build is never resumed (or reused) under other rules. Raise it with any change to what is read.
-READER_VERSION = 2
+READER_VERSION = 3
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _MAX_MESSAGES = 200
 
@@ -270,9 +270,26 @@ def _jsonl_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterato
             report.skipped += 1
             report.note(f"{path}:{line_no}: skipped, no string field {cfg.text_field!r}")
             continue
-        doc = [s for para in value.splitlines() for s in _paragraph(para, cfg)]
+        doc = [s for para in _record_paragraphs(value, cfg) for s in _paragraph(para, cfg)]
         if doc:
             yield doc
+
+
+def _record_paragraphs(text: str, cfg: ReadConfig) -> list[str]:
+    """A record's lines; with join_lines or blank_lines_wrap, its wrapped lines joined as a text file's are (a
+    record holding hard-wrapped text, as Gutenberg books exported to JSON lines, was split at every wrap)."""
+    if not (cfg.join_lines or cfg.blank_lines_wrap):
+        return text.splitlines()
+    paragraphs, pending = [], ""
+    for line in text.splitlines():
+        if not line.strip():
+            if not cfg.blank_lines_wrap:
+                paragraphs.append(pending)
+                pending = ""
+            continue
+        halves = cfg.wraps_split_words and not pending[-1:].isspace() and not wrap_between_words(pending, line)
+        pending += ("" if halves else " ") + line if pending else line
+    return [*paragraphs, pending]
 
 
 def _paragraph(text: str, cfg: ReadConfig) -> list[str]:
