@@ -1,10 +1,10 @@
-"""Tests for litebert.text's JSON-lines records read with the reading flags of text files."""
+"""Tests for litebert.text: corpus reading cases beyond test_text.py (records, directories)."""
 
 from __future__ import annotations
 
 import json
 
-from litebert.text import ReadConfig, read_documents
+from litebert.text import ReadConfig, iter_files, read_documents
 
 
 def test_join_lines_joins_the_wrapped_lines_of_a_json_record(tmp_path):
@@ -29,3 +29,16 @@ def test_join_lines_joins_the_wrapped_lines_of_a_json_record(tmp_path):
         ["It was the best of times,", "it was the worst of times.", "It was the", "age of wisdom.", "A second",
          "paragraph."]
     ]  # fmt: skip
+
+
+def test_a_linked_directory_inside_a_corpus_directory_is_read(tmp_path):
+    # os.walk does not enter a symbolic link to a directory: its files were left out without a word, though a
+    # linked file, or the linked directory given itself, was read.
+    (tmp_path / "books").mkdir()
+    (tmp_path / "books" / "a.txt").write_text("A book.\n")
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "b.txt").write_text("Own text.\n")
+    (tmp_path / "corpus" / "linked").symlink_to(tmp_path / "books", target_is_directory=True)
+    (tmp_path / "corpus" / "loop").symlink_to(tmp_path / "corpus", target_is_directory=True)  # read once
+    assert iter_files(tmp_path / "corpus") == [tmp_path / "corpus" / "b.txt", tmp_path / "corpus" / "linked" / "a.txt"]
+    assert list(read_documents(tmp_path / "corpus")) == [["Own text."], ["A book."]]
