@@ -158,13 +158,12 @@ def _prepare_out(out: Path, identity: dict) -> dict | None:
     out.mkdir(parents=True, exist_ok=True)
     state = out / STATE
     if state.is_file():
-        previous = read_json(state)
-        if previous != identity and not _known_windows(out) and not (out / MANIFEST).is_file():
+        previous, now = _comparable(read_json(state)), _comparable(identity)
+        if previous != now and not _known_windows(out) and not (out / MANIFEST).is_file():
             write_json(identity, state, sort_keys=True)  # failed before its first window: nothing to resume
-        elif previous != identity:
+        elif previous != now:
             raise ValueError(
-                f"{out}: holds data built with other {_differences(previous, identity)}; choose another --out or "
-                "delete it"
+                f"{out}: holds data built with other {_differences(previous, now)}; choose another --out or delete it"
             )
         if (out / MANIFEST).is_file():
             return read_manifest(out)
@@ -175,6 +174,15 @@ def _prepare_out(out: Path, identity: dict) -> dict | None:
     for split in SPLITS:
         remove_partial(out / split)
     return None
+
+
+def _comparable(identity: dict) -> dict:
+    """`identity` with its corpus paths resolved: the same files named otherwise ("corpus", "./corpus/", an absolute
+    path) are the same corpus (a build given them so was refused as built from another corpus)."""
+    files = identity.get("corpus")
+    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("path"), str) for f in files):
+        return identity
+    return {**identity, "corpus": [{**f, "path": str(Path(f["path"]).resolve())} for f in files]}
 
 
 def _differences(previous: dict, identity: dict) -> str:
