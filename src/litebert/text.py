@@ -235,9 +235,7 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
                 doc, size, size_from = [], 0, 0
             continue
         joined = cfg.join_lines or cfg.blank_lines_wrap
-        halves = cfg.wraps_split_words and not pending[-1:].isspace() and not wrap_between_words(pending, text)
-        glue = "" if halves else " "  # "" joins the halves of a word broken at the wrap
-        pending += glue + text if joined and pending and not continuing else text
+        pending = _join_wrapped(pending, text, cfg) if joined and pending and not continuing else pending + text
         continuing = not complete
         if complete and not joined:
             flush(True)
@@ -292,9 +290,15 @@ def _record_paragraphs(text: str, cfg: ReadConfig) -> list[str]:
                 paragraphs.append(pending)
                 pending = ""
             continue
-        halves = cfg.wraps_split_words and not pending[-1:].isspace() and not wrap_between_words(pending, line)
-        pending += ("" if halves else " ") + line if pending else line
+        pending = _join_wrapped(pending, line, cfg) if pending else line
     return [*paragraphs, pending]
+
+
+def _join_wrapped(pending: str, line: str, cfg: ReadConfig) -> str:
+    """`pending` and the next wrapped line joined by a space, or by nothing where wraps_split_words says the wrap
+    broke a word in two."""
+    halves = cfg.wraps_split_words and not pending[-1:].isspace() and not wrap_between_words(pending, line)
+    return pending + ("" if halves else " ") + line
 
 
 def _paragraph(text: str, cfg: ReadConfig) -> list[str]:
