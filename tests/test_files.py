@@ -48,3 +48,15 @@ def test_write_json_is_atomic_readable_utf8(tmp_path):
     odd = "한국어.txt".encode("euc-kr").decode("utf-8", "surrogateescape")  # a name from an old Korean archive
     write_json({"path": odd}, tmp_path / "odd.json")
     assert json.loads((tmp_path / "odd.json").read_text(encoding="utf-8"))["path"] == odd  # escaped, read back
+
+
+def test_an_out_path_through_a_file_is_named(tmp_path, tokenizer_dir):
+    from litebert.data import DataConfig, build
+    from litebert.text import prepare
+
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "c.txt").write_text("Call me Ishmael. Some years ago I went to sea.\n")
+    with pytest.raises(NotADirectoryError, match=r"afile: a file, not a directory; --out names the file to write"):
+        prepare([tmp_path / "c.txt"], tmp_path / "afile" / "x.txt")
+    with pytest.raises(NotADirectoryError, match=r"afile: a file, not a directory; --out names the directory"):
+        build([tmp_path / "c.txt"], tokenizer_dir, tmp_path / "afile", DataConfig(), progress=False)

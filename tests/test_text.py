@@ -210,6 +210,7 @@ def test_a_document_without_end_is_cut_to_bound_memory(tmp_path):
     assert [s for d in docs for s in d] == [f"Sentence number {i} is here." for i in range(1000)]  # nothing lost
     assert len(docs) == 6 and all(5000 <= sum(map(len, d)) < 5100 for d in docs[:-1])
     assert f"{path}:183: document cut after 5,014 characters" in report.messages[0]  # 10 x 26 + 90 x 27 + 83 x 28
+    assert "(the limit, 5,000, is max_document_chars, which data build lowers to --window-chars)" in report.messages[0]
     assert len(list(read_documents([path], config=ReadConfig(split=False)))) == 1  # the default cap is 4M
 
 

@@ -58,3 +58,15 @@ def write_json(data: Any, path: str | Path, *, sort_keys: bool = False) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)  # nothing left behind by a failed write
+
+
+def make_dir(path: str | Path, what: str) -> Path:
+    """`mkdir -p path`; where the path or a directory above it is a file, an error naming that file and saying
+    `what` the path is for (not a bare "[Errno 17] File exists")."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
+        raise NotADirectoryError(f"{blocker}: a file, not a directory; {what}") from None
+    return path

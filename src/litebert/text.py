@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from litebert.files import READ_ERRORS, format_suffix, open_bytes
+from litebert.files import READ_ERRORS, format_suffix, make_dir, open_bytes
 from litebert.rawlines import lines, not_text
 from litebert.sentences import split_sentences, wrap_between_words
 
@@ -245,7 +245,9 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
             size += sum(map(len, doc[size_from:]))
             size_from = len(doc)
             if size >= cfg.max_document_chars:
-                report.note(f"{path}:{line_no}: document cut after {size:,} characters (max_document_chars)")
+                report.note(f"{path}:{line_no}: document cut after {size:,} characters (the limit, "
+                            f"{cfg.max_document_chars:,}, is max_document_chars, which data build lowers to "
+                            "--window-chars)")  # fmt: skip
                 yield doc
                 doc, size, size_from = [], 0, 0
     flush(True)
@@ -311,7 +313,7 @@ def prepare(paths: Paths, out: str | Path, *, config: ReadConfig | None = None) 
     """Write the official format (one sentence per line, blank line between documents) to `out`."""
     report = TextReport()
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(out.parent, "--out names the file to write (in a directory)")
     if out.is_dir():
         raise IsADirectoryError(f"{out}: is a directory; --out names the file to write")
     if any(p.resolve() == out.resolve() for p in path_list(paths)):

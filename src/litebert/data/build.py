@@ -48,7 +48,7 @@ from litebert.data.shards import (
     remove_partial,
     shard_sizes,
 )
-from litebert.files import write_json
+from litebert.files import make_dir, write_json
 from litebert.sentences import split_sentences
 from litebert.text import READER_VERSION, Paths, ReadConfig, iter_files, read_documents
 from litebert.weights import copy_tokenizer
@@ -155,7 +155,7 @@ def _identity(corpus: Paths, tok, config: DataConfig, read: ReadConfig, out: Pat
 
 def _prepare_out(out: Path, identity: dict) -> dict | None:
     """Check an existing output directory; return its manifest when the same build is already complete."""
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, "--out names the directory to write the data into")
     state = out / STATE
     if state.is_file():
         previous, now = _comparable(read_json(state)), _comparable(identity)
