@@ -234,6 +234,13 @@ def test_utf16_and_truncated_gzip_are_named(tmp_path):
         report = TextReport()
         list(read_documents([tmp_path], report=report))
         assert "wide.txt: skipped, EUC-KR/CP949 text (litebert reads UTF-8: convert it" in report.messages[0]
+    # A short file too (one post per file), but not a short Latin-1 one whose "Äp" also reads as a syllable
+    (tmp_path / "wide.txt").write_bytes("안녕하세요\n".encode("cp949"))
+    (tmp_path / "latin.txt").write_bytes("Äpfel.\n".encode("latin-1"))
+    report = TextReport()
+    assert list(read_documents([tmp_path], report=report)) == [["\ufffdpfel."], ["Fine text."]]  # sorted by name
+    assert any("wide.txt: skipped, EUC-KR/CP949 text" in m for m in report.messages)
+    assert any("latin.txt:1: invalid UTF-8 at byte offset 0, replaced" in m for m in report.messages)
     whole = gzip.compress(("A sentence of text. " * 50 + "\n").encode() * 2000)
     cut = tmp_path / "cut.txt.gz"
     cut.write_bytes(whole[: len(whole) // 2])

@@ -30,17 +30,29 @@ def not_text(path: Path) -> str | None:
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "UTF-16 text (litebert reads UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8)"
     bad = head[:-4].decode("utf-8", errors="replace").count("\ufffd")
-    if head.count(b"\x00") > len(head) // 100 or (len(head) > 64 and bad > len(head) // 10):
-        korean = False  # Korean files saved by older Windows tools (the head may end inside a 2-byte character)
-        for cut in (head, head[:-1]):
-            try:
-                korean = korean or any("\uac00" <= c <= "\ud7a3" for c in cut.decode("cp949"))
-            except UnicodeDecodeError:
-                continue
-        if korean and b"\x00" not in head:
+    mostly_bad = bad > len(head) // 10
+    if head.count(b"\x00") > len(head) // 100 or (len(head) > 64 and mostly_bad):
+        if b"\x00" not in head and _cp949_korean(head, strict=False):
             return "EUC-KR/CP949 text (litebert reads UTF-8: convert it, e.g. iconv -f CP949 -t UTF-8)"
         return "looks like a binary file (many NUL bytes or mostly invalid UTF-8)"
+    if mostly_bad and _cp949_korean(head, strict=True):  # a short file: only when all it says is Korean
+        return "EUC-KR/CP949 text (litebert reads UTF-8: convert it, e.g. iconv -f CP949 -t UTF-8)"
     return None
+
+
+def _cp949_korean(head: bytes, *, strict: bool) -> bool:
+    """Whether `head` reads as Korean in CP949, as files saved by older Windows tools are (it may end inside a
+    2-byte character). `strict`, for a few bytes where a Latin-1 "Äp" also reads as a syllable: every character
+    beyond ASCII is a Hangul syllable, and there are at least two."""
+    for cut in (head, head[:-1]):
+        try:
+            wide = [c for c in cut.decode("cp949") if c > "\x7f"]
+        except UnicodeDecodeError:
+            continue
+        hangul = sum("\uac00" <= c <= "\ud7a3" for c in wide)
+        if (hangul >= 2 and hangul == len(wide)) if strict else hangul:
+            return True
+    return False
 
 
 def _decode(data: bytes, offset: int, path: Path, report: TextReport, line: int) -> str:
