@@ -351,6 +351,10 @@ def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_pat
     bad.write_bytes(b"\xffoops\n")
     with pytest.raises(ValueError, match="bad.txt: not UTF-8 text"):
         add_words(tokenizer_dir, bad, tmp_path / "tok6")
+    bad.write_text("# only a comment\n\n")
+    with pytest.raises(ValueError, match="bad.txt: no words to add"):
+        add_words(tokenizer_dir, bad, tmp_path / "tok7")
+    assert not (tmp_path / "tok7").exists()
 
 
 def test_words_added_in_several_calls_stay_whole_and_errors_name_the_line(tokenizer_dir, tok, tmp_path):

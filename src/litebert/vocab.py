@@ -118,6 +118,8 @@ def read_words(path: str | Path) -> list[tuple[str, str]]:
         if len(word.split()) > 1:
             raise ValueError(f"{path}:{n}: {word!r} is not one word (no spaces inside a word)")
         words.append((f"{path}:{n}", word))
+    if not words:  # a wrong file given: the tokenizer would be copied unchanged without a word
+        raise ValueError(f"{path}: no words to add (one word per line; blank lines and # comments are left out)")
     return words
 
 
