@@ -290,6 +290,9 @@ def test_train_config_refuses_unknown_keys_and_wrong_types() -> None:
     for field in ("lr", "weight_decay", "max_grad_norm"):
         with pytest.raises(ValueError, match=f"TrainConfig.{field} must be a finite number, got nan"):
             TrainConfig(**{field: float("nan")})
+    # 0 held-out batches passed validation, then stopped the run at its first evaluation ("no masked tokens")
+    with pytest.raises(ValueError, match=r"TrainConfig.eval_batches must be >= 1 or null .*got 0"):
+        TrainConfig(eval_batches=0)
 
 
 def test_warmup_follows_max_steps_unless_given() -> None:

@@ -62,10 +62,12 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.log_every < 1:
             raise ValueError(f"TrainConfig.log_every must be >= 1, got {self.log_every}")
-        for name in ("warmup_steps", "eval_batches"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f"TrainConfig.{name} must be >= 0 or null, got {value}")
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ValueError(f"TrainConfig.warmup_steps must be >= 0 or null, got {self.warmup_steps}")
+        if self.eval_batches is not None and self.eval_batches < 1:  # 0 would fail at the first evaluation
+            raise ValueError(
+                f"TrainConfig.eval_batches must be >= 1 or null (the whole held-out split), got {self.eval_batches}"
+            )
         for name, choices in (
             ("optimizer", OPTIMIZERS),
             ("precision", PRECISIONS),
