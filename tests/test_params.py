@@ -74,3 +74,20 @@ def test_cli_params_prints_breakdown_and_table(capsys):
     assert main(["params", "--paper"]) == 0
     out = capsys.readouterr().out
     assert "222,595,584" in out and "235M" in out and "83,078,400" in out
+
+
+def test_cli_params_reads_a_model_s_own_config(tmp_path, capsys):
+    # `params --config` refused the config.json every litebert model directory holds ('litebert' marker)
+    import litebert
+    from litebert import hf
+
+    model = litebert.AlbertForPretraining(preset("tiny", vocab_size=100))
+    litebert.save(model, tmp_path / "ours")
+    hf.save_hf(model, tmp_path / "theirs")
+    expected = f"{count_parameters(model.config).total:,}"
+    for given in (tmp_path / "ours" / "config.json", tmp_path / "ours"):
+        assert main(["params", "--config", str(given)]) == 0
+        assert expected in capsys.readouterr().out
+    # transformers' copy has the E->H projection tiny's E != H has anyway: the same count
+    assert main(["params", "--config", str(tmp_path / "theirs" / "config.json")]) == 0
+    assert expected in capsys.readouterr().out

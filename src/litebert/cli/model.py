@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from litebert.config import ModelConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("params", help="print a model's parameter count broken down, or the paper's tables")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--preset", default=None, help="a named preset (default: albert-base)")
-    src.add_argument("--config", type=Path, default=None, help="a ModelConfig JSON file")
+    src.add_argument(
+        "--config", type=Path, default=None, help="a ModelConfig JSON file, or a model's config.json or directory"
+    )
     src.add_argument("--paper", action="store_true", help="print every preset and ablation beside the paper")
     p.add_argument("--sharing", choices=("all", "attention", "ffn", "none"), default=None)
     p.add_argument("--embedding-size", type=int, default=None)
@@ -26,13 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _params(args: argparse.Namespace) -> int:
-    from litebert.config import ModelConfig, preset
+    from litebert.config import preset
     from litebert.params import format_count, format_paper_table, with_overrides
 
     if args.paper:
         print(format_paper_table())
         return 0
-    config = ModelConfig.from_json(args.config) if args.config else preset(args.preset or "albert-base")
+    config = _config(args.config) if args.config else preset(args.preset or "albert-base")
     config = with_overrides(
         config,
         sharing=args.sharing,
@@ -42,6 +48,24 @@ def _params(args: argparse.Namespace) -> int:
     )
     print(format_count(config))
     return 0
+
+
+def _config(path: Path) -> ModelConfig:
+    """A plain ModelConfig JSON file, or the config.json a model directory holds (litebert's carries a
+    "litebert" marker, transformers' its own names), or the model directory itself."""
+    from litebert.config import ModelConfig, read_json
+    from litebert.weights import load_config
+
+    if path.is_dir():
+        return load_config(path)
+    data = read_json(path)
+    if isinstance(data, dict) and data.get("model_type") == "albert":
+        from litebert import hf
+
+        return hf.config_from_hf(data)
+    if isinstance(data, dict) and data.get("litebert") is True:
+        data = {k: v for k, v in data.items() if k != "litebert"}
+    return ModelConfig.from_dict(data, source=str(path))
 
 
 def _convert(args: argparse.Namespace) -> int:
