@@ -271,6 +271,24 @@ def test_sequence_longer_than_max_position_is_named():
         model(ids, token_type_ids=torch.zeros(2, 5, dtype=torch.long))
 
 
+def test_masked_positions_and_pair_labels_that_do_not_fit_the_batch_are_named():
+    # torch's gather and cross-entropy said "index 12 is out of bounds" or "multi-target not supported"
+    model = litebert.AlbertForPretraining(litebert.ModelConfig(**CFG))
+    ids, labels = _ids(t=10), torch.zeros(2, 2, dtype=torch.long)
+    for positions, message in (
+        (torch.full((2, 2), 12), r"masked_positions hold 12, outside \[0, 10\)"),
+        (torch.full((2, 2), -1), r"masked_positions hold -1, outside \[0, 10\)"),
+        (torch.zeros(3, 2, dtype=torch.long), r"masked_positions of shape \(3, 2\) must be \(batch, slots\)"),
+        (torch.zeros(2, dtype=torch.long), r"masked_positions of shape \(2,\) must be \(batch, slots\)"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            model(ids, masked_positions=positions, masked_labels=labels[: positions.shape[0]])
+    for sop in (torch.zeros(2, 1, dtype=torch.long), torch.zeros(3, dtype=torch.long)):
+        with pytest.raises(ValueError, match=r"sentence_order_label of shape .* must be \(batch,\) = \(2,\)"):
+            model(ids, sentence_order_label=sop)
+    assert model(ids, masked_positions=torch.tensor([[0, 9], [3, 3]]), masked_labels=labels).loss is not None
+
+
 def test_config_from_dict_rejects_unknown_and_wrong_types():
     with pytest.raises(ValueError, match=r"unknown ModelConfig field\(s\) \['hidden'\]"):
         litebert.ModelConfig.from_dict({"hidden": 3})

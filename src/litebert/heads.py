@@ -78,6 +78,28 @@ def sop_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels, ignore_index=IGNORE)
 
 
+def check_targets(
+    input_ids: torch.Tensor, masked_positions: torch.Tensor | None, sentence_order_label: torch.Tensor | None
+) -> None:
+    """A clear error for masked positions or pair labels that do not fit the batch (torch's gather and
+    cross-entropy name neither). Position ranges are checked on CPU only, as model.check_ids does."""
+    if input_ids.dim() != 2:  # the embeddings name that
+        return
+    B, T = input_ids.shape
+    if masked_positions is not None:
+        if masked_positions.dim() != 2 or masked_positions.shape[0] != B:
+            raise ValueError(f"masked_positions of shape {tuple(masked_positions.shape)} must be (batch, slots) for "
+                             f"input_ids of shape {tuple(input_ids.shape)}")  # fmt: skip
+        if masked_positions.device.type == "cpu" and not torch.compiler.is_compiling() and masked_positions.numel():
+            low, high = int(masked_positions.min()), int(masked_positions.max())
+            if low < 0 or high >= T:
+                raise ValueError(
+                    f"masked_positions hold {low if low < 0 else high}, outside [0, {T}) (input_ids' length)"
+                )
+    if sentence_order_label is not None and tuple(sentence_order_label.shape) != (B,):
+        raise ValueError(f"sentence_order_label of shape {tuple(sentence_order_label.shape)} must be (batch,) = ({B},)")
+
+
 class AlbertForPretraining(nn.Module):
     """Backbone + MLM head + SOP head; loss = MLM + SOP (paper section 4.1)."""
 
@@ -99,6 +121,7 @@ class AlbertForPretraining(nn.Module):
         masked_labels: torch.Tensor | None = None,
         sentence_order_label: torch.Tensor | None = None,
     ) -> PretrainingOutput:
+        check_targets(input_ids, masked_positions, sentence_order_label)
         hidden, pooled = self.albert(input_ids, attention_mask, token_type_ids)
         h = hidden
         if masked_positions is not None:
