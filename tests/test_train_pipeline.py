@@ -178,6 +178,7 @@ def test_config_file_errors_name_the_field(tmp_path: Path, capsys) -> None:  # n
         "train_type": ({"train": {"lr": "fast"}}, "TrainConfig.lr must be float, got 'fast'"),
         "data_key": ({"data": {"seq_len": 128}}, "unknown DataConfig field(s) ['seq_len']"),
         "preset_type": ({"preset": 3}, "PretrainJob.preset must be str"),
+        "corpus_item": ({"corpus": ["a.txt", 1]}, "PretrainJob.corpus must be a path or a list of paths"),
     }
     for name, (content, message) in cases.items():
         path = tmp_path / f"{name}.json"
@@ -186,6 +187,8 @@ def test_config_file_errors_name_the_field(tmp_path: Path, capsys) -> None:  # n
         err = capsys.readouterr().err
         assert str(path) in err and message in err, err
         assert not (tmp_path / name).exists()
+    # one path is that path, not its characters ("no such file or directory: c" for "corpus")
+    assert PretrainJob.from_dict({"corpus": "corpus"}).corpus == ["corpus"]
 
 
 def test_init_from_a_transformers_albert_dir(tmp_path: Path, data_dir: Path, tokenizer_dir: Path) -> None:

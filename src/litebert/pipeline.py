@@ -62,7 +62,11 @@ class PretrainJob:
         for name in ("data_dir", "tokenizer", "init_from"):  # paths may come as Path objects
             if isinstance(getattr(self, name), os.PathLike):
                 setattr(self, name, os.fspath(getattr(self, name)))
+        if isinstance(self.corpus, str | os.PathLike):  # one path (a string was read as its characters)
+            self.corpus = [self.corpus]
         if self.corpus is not None:
+            if not isinstance(self.corpus, list) or not all(isinstance(c, str | os.PathLike) for c in self.corpus):
+                raise ValueError(f"PretrainJob.corpus must be a path or a list of paths, got {self.corpus!r}")
             self.corpus = [os.fspath(c) for c in self.corpus]
         check_types(self)
         if self.corpus is not None and self.data_dir is not None:
