@@ -263,6 +263,31 @@ def test_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path: Path, monke
                  batches=Poisoned(vocab_size=V, seq_len=T, batch_size=4))  # fmt: skip
 
 
+def test_a_nan_gradient_under_a_finite_loss_stops_before_the_weights_change(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    # LAMB applied it: every weight became NaN, step 4's checkpoint kept them, and step 5's NaN loss named that
+    # checkpoint as the last good one
+    import litebert.heads
+
+    real_loss, poisoned = litebert.heads.mlm_loss, []
+
+    def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        loss = real_loss(logits, labels)
+        return loss + torch.sqrt(logits.sum() * 0) if poisoned else loss  # value + 0, gradient NaN
+
+    class Poisoned(SyntheticBatches):
+        def __iter__(self):  # noqa: ANN204
+            for batch in super().__iter__():
+                if self.index == 4:
+                    poisoned.append(True)
+                yield batch
+
+    monkeypatch.setattr(litebert.heads, "mlm_loss", mlm_loss)
+    batches = Poisoned(vocab_size=V, seq_len=T, batch_size=4)
+    with pytest.raises(NonFiniteLossError, match=r"gradient norm is nan \(loss .*\) at step 4.*step_00000002"):
+        pretrain(model_config(), train_config(save_every=2), None, tmp_path / "nan", batches=batches)
+    assert [p.name for p in list_checkpoints(tmp_path / "nan")] == ["step_00000002"]
+
+
 def test_refuses_existing_run_without_resume_and_foreign_model_config(tmp_path: Path) -> None:
     run(tmp_path / "r", max_steps=2)
     before = {p: p.read_bytes() for p in (tmp_path / "r").rglob("*") if p.is_file()}

@@ -199,10 +199,11 @@ def _train(
             step += 1
             summary.losses.append(stats["loss"])
             window.add(stats)
-            if not math.isfinite(stats["loss"]):
+            bad = _non_finite(stats, tr.scaler is not None)
+            if bad:
                 last = run.last_checkpoint()
                 hint = f"last good checkpoint {last}: --resume, maybe a lower --lr" if last else "start again, lower lr"
-                raise NonFiniteLossError(f"loss is {stats['loss']} at step {step}; weights were not updated; {hint}")
+                raise NonFiniteLossError(f"{bad} at step {step}; weights were not updated; {hint}")
             if step % cfg.log_every == 0 or step == cfg.max_steps:
                 logger.log(window.record(step, mcfg))
             if progress is not None:
@@ -254,13 +255,23 @@ def _optimizer_step(tr: _Trainer, it: Iterator, step: int) -> dict[str, float]:
     totals = dist.all_reduce_sum(totals, env)
     loss_value = float(totals[0]) / env.world_size
     if math.isfinite(loss_value):
-        if tr.scaler is not None:
+        if tr.scaler is not None:  # fp16: the scaler skips a step whose gradients overflowed, and lowers its scale
             tr.scaler.step(tr.optimizer)
             tr.scaler.update()
-        else:
+        elif math.isfinite(float(grad_norm)):  # a NaN gradient would make every weight NaN (see _non_finite)
             tr.optimizer.step()
     tr.optimizer.zero_grad(set_to_none=True)
     return _step_record(totals, loss_value, lr, float(grad_norm))
+
+
+def _non_finite(stats: dict[str, float], scaled: bool) -> str:
+    """Why a step's update was withheld, or "": a non-finite loss, or (without fp16's scaler, which skips such
+    steps itself) a non-finite gradient norm under a finite loss, which would have turned every weight NaN."""
+    if not math.isfinite(stats["loss"]):
+        return f"loss is {stats['loss']}"
+    if not scaled and not math.isfinite(stats["grad_norm"]):
+        return f"gradient norm is {stats['grad_norm']} (loss {stats['loss']:.4g})"
+    return ""
 
 
 def _batch_stats(out: Any, batch: dict[str, torch.Tensor], loss: torch.Tensor) -> torch.Tensor:
