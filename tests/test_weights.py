@@ -116,3 +116,16 @@ def test_load_gives_eval_mode_and_save_refuses_what_load_cannot_read(tmp_path):
     assert all(torch.equal(v, saved[k]) for k, v in model.state_dict().items())
     with pytest.raises(TypeError, match="save\\(\\) writes an AlbertForPretraining"):
         litebert.save(model.albert, tmp_path / "backbone")
+
+
+def test_a_model_config_saved_alone_reads_back_as_a_model_directory_s_does(model_dir, tmp_path):
+    from litebert.weights import load_config, read_model_config
+
+    config = load_config(model_dir)
+    config.save(tmp_path / "plain.json")  # written atomically, without the "litebert" marker of a model's own
+    assert not list(tmp_path.glob(".*.tmp"))
+    for path in (tmp_path / "plain.json", model_dir / "config.json", model_dir):
+        assert read_model_config(path) == config
+    (tmp_path / "list.json").write_text("[]")
+    with pytest.raises(ValueError, match=r"list.json: expected a JSON object"):
+        read_model_config(tmp_path / "list.json")

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from litebert.files import write_json
+
 SHARING = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 
@@ -127,7 +129,7 @@ class ModelConfig:
             raise ValueError(f"{source}: {exc}") from exc
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        write_json(self.to_dict(), path)  # atomically: a reader never finds half a file
 
     @classmethod
     def from_json(cls, path: str | Path) -> ModelConfig:

@@ -149,16 +149,31 @@ def read_config_json(directory: Path) -> dict:
     return data
 
 
-def load_config(directory: str | Path) -> ModelConfig:
-    """The ModelConfig of a litebert or transformers ALBERT directory."""
-    directory = Path(directory)
-    data = read_config_json(directory)
+def _model_config(data: dict, where: Path) -> ModelConfig:
+    """The ModelConfig a config.json holds: litebert's (with its "litebert" marker) or transformers'."""
     if data.get("model_type") == "albert":
         from litebert import hf  # the only module that knows transformers' names
 
         return hf.config_from_hf(data)
-    data.pop("litebert", None)
-    return ModelConfig.from_dict(data, source=str(directory / CONFIG_FILE))
+    return ModelConfig.from_dict({k: v for k, v in data.items() if k != "litebert"}, source=str(where))
+
+
+def load_config(directory: str | Path) -> ModelConfig:
+    """The ModelConfig of a litebert or transformers ALBERT directory."""
+    directory = Path(directory)
+    return _model_config(read_config_json(directory), directory / CONFIG_FILE)
+
+
+def read_model_config(path: str | Path) -> ModelConfig:
+    """The ModelConfig of a model directory, or of a JSON file: a model's config.json (litebert's or
+    transformers') or a plain ModelConfig file."""
+    path = Path(path)
+    if path.is_dir():
+        return load_config(path)
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return _model_config(data, path)
 
 
 def load(directory: str | Path) -> nn.Module:
@@ -172,8 +187,7 @@ def load(directory: str | Path) -> nn.Module:
         from litebert import hf
 
         return hf.load_hf(directory).eval()
-    data.pop("litebert", None)
-    model = AlbertForPretraining(ModelConfig.from_dict(data, source=str(directory / CONFIG_FILE)))
+    model = AlbertForPretraining(_model_config(data, directory / CONFIG_FILE))
     tensors = read_safetensors(directory / WEIGHTS_FILE)
     check_state_dict(model, tensors, directory / WEIGHTS_FILE)
     model.load_state_dict(tensors)

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from litebert.config import ModelConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,11 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _params(args: argparse.Namespace) -> int:
     from litebert.config import preset
     from litebert.params import format_count, format_paper_table, with_overrides
+    from litebert.weights import read_model_config
 
     if args.paper:
         print(format_paper_table())
         return 0
-    config = _config(args.config) if args.config else preset(args.preset or "albert-base")
+    config = read_model_config(args.config) if args.config else preset(args.preset or "albert-base")
     config = with_overrides(
         config,
         sharing=args.sharing,
@@ -48,24 +45,6 @@ def _params(args: argparse.Namespace) -> int:
     )
     print(format_count(config))
     return 0
-
-
-def _config(path: Path) -> ModelConfig:
-    """A plain ModelConfig JSON file, or the config.json a model directory holds (litebert's carries a
-    "litebert" marker, transformers' its own names), or the model directory itself."""
-    from litebert.config import ModelConfig, read_json
-    from litebert.weights import load_config
-
-    if path.is_dir():
-        return load_config(path)
-    data = read_json(path)
-    if isinstance(data, dict) and data.get("model_type") == "albert":
-        from litebert import hf
-
-        return hf.config_from_hf(data)
-    if isinstance(data, dict) and data.get("litebert") is True:
-        data = {k: v for k, v in data.items() if k != "litebert"}
-    return ModelConfig.from_dict(data, source=str(path))
 
 
 def _convert(args: argparse.Namespace) -> int:

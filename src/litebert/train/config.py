@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from litebert.files import write_json
 
 OPTIMIZERS = ("lamb", "adamw")
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")  # auto: bf16 where the device has bf16 units
@@ -109,7 +110,7 @@ class TrainConfig:
         return from_dict(cls, data, source=source)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        write_json(self.to_dict(), path)  # atomically: a reader never finds half a file
 
 
 def check_types(obj: Any) -> None:
