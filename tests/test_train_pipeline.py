@@ -189,6 +189,18 @@ def test_config_file_errors_name_the_field(tmp_path: Path, capsys) -> None:  # n
         assert not (tmp_path / name).exists()
     # one path is that path, not its characters ("no such file or directory: c" for "corpus")
     assert PretrainJob.from_dict({"corpus": "corpus"}).corpus == ["corpus"]
+    with pytest.raises(ValueError, match="'train' must be a JSON object of fields"):
+        PretrainJob.from_dict({"train": []})  # an empty list was taken for {}
+    # refused before a tokenizer is trained and data built, not after: a model vocabulary too small for the
+    # tokenizer, an --out that is a file
+    path = tmp_path / "small_vocab.json"
+    path.write_text(json.dumps({"model": {"vocab_size": 1000}}))
+    assert main(["pretrain", "--config", str(path), "--out", str(tmp_path / "small")]) == 2
+    assert "model vocab_size 1000 is smaller than the tokenizer's 8000 pieces" in capsys.readouterr().err
+    assert not (tmp_path / "small" / "prep").exists()
+    (tmp_path / "afile").write_text("")
+    assert main(["pretrain", "--out", str(tmp_path / "afile")]) == 2
+    assert "afile: a file, not a directory; --out names the run directory" in capsys.readouterr().err
 
 
 def test_init_from_a_transformers_albert_dir(tmp_path: Path, data_dir: Path, tokenizer_dir: Path) -> None:
@@ -283,7 +295,7 @@ def test_bad_paths_are_named_and_leave_nothing_behind(tmp_path: Path, data_dir: 
     args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--out",
             str(tmp_path / "file"), *FAST]  # fmt: skip
     assert main(args) == 2
-    assert "file" in capsys.readouterr().err
+    assert "file: a file, not a directory; --out names the run directory" in capsys.readouterr().err
     short = tmp_path / "short.json"  # positions for 32 tokens; the data holds 64
     short.write_text(json.dumps({"model": {**TINY, "max_position": 32}}))
     assert main(["pretrain", "--config", str(short), "--data", str(data_dir), "--out", str(run), *FAST]) == 2

@@ -60,13 +60,17 @@ def write_json(data: Any, path: str | Path, *, sort_keys: bool = False) -> None:
         tmp.unlink(missing_ok=True)  # nothing left behind by a failed write
 
 
-def make_dir(path: str | Path, what: str) -> Path:
-    """`mkdir -p path`; where the path or a directory above it is a file, an error naming that file and saying
-    `what` the path is for (not a bare "[Errno 17] File exists")."""
+def check_dir_path(path: str | Path, what: str) -> None:
+    """Refuse a directory path where the path itself, or a directory above it, is a file: an error naming that
+    file and saying `what` the path is for (rather than a bare "[Errno 17] File exists" once it is made)."""
     path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
-        raise NotADirectoryError(f"{blocker}: a file, not a directory; {what}") from None
-    return path
+    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise NotADirectoryError(f"{blocker}: a file, not a directory; {what}")
+
+
+def make_dir(path: str | Path, what: str) -> Path:
+    """`mkdir -p path`, after `check_dir_path`."""
+    check_dir_path(path, what)
+    Path(path).mkdir(parents=True, exist_ok=True)
+    return Path(path)

@@ -16,6 +16,7 @@ from typing import Any
 
 from litebert.config import ModelConfig, preset, read_json
 from litebert.data import DataConfig
+from litebert.files import check_dir_path
 from litebert.text import ReadConfig
 from litebert.train import TrainConfig, TrainSummary, dist, pretrain
 from litebert.train.config import check_types, from_dict
@@ -95,7 +96,8 @@ class PretrainJob:
 
 
 def _section(data: dict, key: str, source: str) -> dict:
-    value = data.pop(key, None) or {}
+    value = data.pop(key, None)
+    value = {} if value is None else value
     if not isinstance(value, dict):
         raise ValueError(f"{source}: {key!r} must be a JSON object of fields")
     if "model" in data and not isinstance(data["model"], dict):
@@ -149,6 +151,7 @@ def _lock_for_resume(out: Path, env: dist.DistEnv) -> None:
 
 
 def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
+    check_dir_path(out, "--out names the run directory")  # before preparing data into it
     if run_started(out):
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out "
                          "(nothing was overwritten)")  # fmt: skip
@@ -203,7 +206,7 @@ def _model_config(job: PretrainJob, data_dir: Path | None) -> ModelConfig:
     from litebert.weights import load_config
 
     if data_dir is None:
-        vocab, seq = job.vocab_size, job.data.max_seq_length
+        vocab, seq = _planned_vocab_size(job), job.data.max_seq_length
     else:
         manifest = read_manifest(data_dir)
         vocab = int(manifest.get("vocab_size", 0))
@@ -218,7 +221,26 @@ def _model_config(job: PretrainJob, data_dir: Path | None) -> ModelConfig:
     fields = {"vocab_size": vocab}
     if seq:
         fields["max_position"] = max(seq, preset(job.preset).max_position)
-    return preset(job.preset, **{**fields, **_model_fields(job)})
+    config = preset(job.preset, **{**fields, **_model_fields(job)})
+    if data_dir is None and vocab > config.vocab_size:  # before the tokenizer and data are made, not after
+        raise ValueError(
+            f"config: model vocab_size {config.vocab_size} is smaller than the tokenizer's {vocab} pieces; leave "
+            "vocab_size out (the model takes the tokenizer's) or make them agree"
+        )
+    return config
+
+
+def _planned_vocab_size(job: PretrainJob) -> int:
+    """The vocab_size the data will have: the given tokenizer's or data's, else the one trained here."""
+    if job.data_dir is not None and job.tokenizer is None and (Path(job.data_dir) / "manifest.json").is_file():
+        from litebert.data.shards import read_manifest
+
+        return int(read_manifest(job.data_dir).get("vocab_size", 0))
+    if job.tokenizer is not None and (Path(job.tokenizer) / "spiece.model").is_file():  # else refused later, named
+        from litebert.tokenizer import Tokenizer
+
+        return Tokenizer.load(job.tokenizer).vocab_size
+    return job.vocab_size
 
 
 def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.DistEnv) -> TrainSummary:

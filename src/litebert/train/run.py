@@ -26,7 +26,7 @@ from torch import nn
 
 from litebert.config import ModelConfig, read_json
 from litebert.data.shards import TOKENIZER_DIR
-from litebert.files import write_json
+from litebert.files import make_dir, write_json
 from litebert.train import dist
 from litebert.train.checkpoint import (
     checkpoint_dir,
@@ -316,7 +316,7 @@ def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig) -> Path:
 
 
 def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any) -> None:
-    run.run_dir.mkdir(parents=True, exist_ok=True)
+    make_dir(run.run_dir, "--out names the run directory")
     run.lock_dir()  # before anything is written into it
     stale = [p for p in (run.run_dir / METRICS_FILE, checkpoint_dir(run.run_dir)) if p.exists()]
     if stale:  # no usable checkpoint (run_started): its records and damaged checkpoints go
