@@ -1,13 +1,15 @@
 """Attention forward + backward on CPU: torch's fused kernel (SDPA) against the explicit softmax(QK^T)V product.
 
 The figures behind `litebert.model.EXPLICIT_MAX_LENGTH`: the explicit path is used on CPU up to the length
-where it stops winning (64 in fp32, 256 in bf16), and at every length with attention dropout (torch has no fused CPU
-kernel with dropout: SDPA then runs its own explicit product with Bernoulli masks).
+where it stops winning (128 in fp32, 256 in bf16), and at every length with attention dropout (torch has no fused
+CPU kernel with dropout: SDPA then runs its own explicit product with Bernoulli masks). --forward times a no-grad
+forward alone (inference), behind `EXPLICIT_MAX_LENGTH_FORWARD`.
 
     python benchmarks/attention.py --threads 2
     python benchmarks/attention.py --threads 2 --dropout 0.1   # both with attention dropout (ALBERT v1)
     python benchmarks/attention.py --threads 2 --softmax   # bf16: softmax in bf16 (litebert) vs in fp32 + casts
     python benchmarks/attention.py --threads 2 --inplace --dtype float32   # scores scaled and masked in place or not
+    python benchmarks/attention.py --threads 2 --forward --dtype float32   # inference: no-grad forward only
 """
 
 from __future__ import annotations
@@ -20,20 +22,24 @@ import torch
 import torch.nn.functional as F
 
 from litebert import model
+from litebert.allocator import keep_freed_memory
 
-SHAPES = [(32, 2, 40), (32, 2, 128), (16, 2, 256), (32, 12, 64), (8, 12, 128), (8, 12, 256), (8, 12, 512)]
+SHAPES = [(32, 2, 40), (32, 2, 128), (16, 2, 256), (32, 12, 64), (8, 12, 128), (32, 12, 128), (8, 12, 256),
+          (8, 12, 512)]  # fmt: skip
 
 
 DROPOUT = 0.0  # attention dropout of `explicit` and `fused` (--dropout)
+FORWARD_ONLY = False  # --forward: a no-grad forward alone
 
 
 def explicit(q, k, v, mask):  # noqa: ANN001, ANN201 - forces the explicit path whatever the length
-    saved = model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES
-    model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES = {q.dtype: 1 << 20}, 1 << 40
+    saved = model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES, model.EXPLICIT_MAX_LENGTH_FORWARD
+    model.EXPLICIT_MAX_LENGTH = model.EXPLICIT_MAX_LENGTH_FORWARD = {q.dtype: 1 << 20}
+    model.EXPLICIT_MAX_SCORES = 1 << 40
     try:
         return model.attend(q, k, v, mask, DROPOUT)
     finally:
-        model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES = saved
+        model.EXPLICIT_MAX_LENGTH, model.EXPLICIT_MAX_SCORES, model.EXPLICIT_MAX_LENGTH_FORWARD = saved
 
 
 def scores_out_of_place(q, k, mask):  # noqa: ANN001, ANN201 - the scores as the explicit path made them before in-place
@@ -63,11 +69,21 @@ def milliseconds(fn, shape: tuple[int, int, int], dtype: torch.dtype, masked: bo
     if masked:  # lengths from half to full, as in padded batches
         lengths = torch.randint(T // 2, T + 1, (B,), generator=torch.Generator().manual_seed(0))
         mask = (torch.arange(T)[None] < lengths[:, None])[:, None, None, :]
+    if FORWARD_ONLY:
+        q, k, v = (t.detach() for t in (q, k, v))
+
+    def once() -> None:
+        if FORWARD_ONLY:
+            with torch.no_grad():
+                fn(q, k, v, mask)
+        else:
+            fn(q, k, v, mask).backward(grad)
+
     for _ in range(2):
-        fn(q, k, v, mask).backward(grad)
+        once()
     start = time.perf_counter()
     for _ in range(reps):
-        fn(q, k, v, mask).backward(grad)
+        once()
     return (time.perf_counter() - start) / reps * 1000
 
 
@@ -76,13 +92,15 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--softmax", action="store_true", help="bf16 softmax vs fp32 softmax + casts, explicit path")
+    ap.add_argument("--forward", action="store_true", help="a no-grad forward alone (inference), no backward")
     ap.add_argument("--inplace", action="store_true", help="explicit path: scores scaled/masked in place or not")
     ap.add_argument("--dropout", type=float, default=0.0, help="attention dropout for both paths")
     ap.add_argument("--dtype", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"])
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    global DROPOUT
-    DROPOUT = args.dropout
+    keep_freed_memory()  # the malloc setting of the litebert command (freed score tensors stay mapped)
+    global DROPOUT, FORWARD_ONLY
+    DROPOUT, FORWARD_ONLY = args.dropout, args.forward
     if args.softmax:
         alternate(explicit_fp32_softmax, explicit, "fp32 softmax", "bf16 softmax", torch.bfloat16, args.reps)
         return
@@ -90,7 +108,8 @@ def main() -> None:
         for dtype in (getattr(torch, d) for d in args.dtype):
             alternate(explicit_out_of_place, explicit, "out of place", "in place", dtype, args.reps)
         return
-    print(f"torch {torch.__version__}, {args.threads} threads; forward + backward, head size 64, dropout {DROPOUT}")
+    what = "no-grad forward" if FORWARD_ONLY else "forward + backward"
+    print(f"torch {torch.__version__}, {args.threads} threads; {what}, head size 64, dropout {DROPOUT}")
     print(f"{'B':>3} {'N':>3} {'T':>4} {'dtype':<9} {'mask':<5} {'fused ms':>9} {'explicit ms':>12} {'speedup':>8}")
     for shape in SHAPES:
         for dtype in (getattr(torch, d) for d in args.dtype):

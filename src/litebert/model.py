@@ -165,7 +165,10 @@ class Unpadded:
 # dropout the CPU has no fused kernel at all: SDPA falls back to its own explicit product, which materialises the
 # same scores and draws Bernoulli masks, so the explicit path with `keep_mask` is used at every length (as fast at
 # T = 512 with padding, 1.1-1.9x faster elsewhere in fp32: python benchmarks/attention.py --dropout 0.1).
-EXPLICIT_MAX_LENGTH = {torch.float32: 64, torch.float64: 64}  # other dtypes (bf16, fp16): 256
+# In fp32 the explicit forward + backward is 1.03-1.3x faster up to T = 128 (benchmarks/attention.py --dtype
+# float32), a forward alone (inference) only up to T = 64 (--forward: 0.8-1.1x at 128, 1.7x at 40).
+EXPLICIT_MAX_LENGTH = {torch.float32: 128, torch.float64: 128}  # other dtypes (bf16, fp16): 256
+EXPLICIT_MAX_LENGTH_FORWARD = {torch.float32: 64, torch.float64: 64}  # without a backward pass
 EXPLICIT_MAX_SCORES = 1 << 25  # B * N * T * T elements kept for the backward pass
 
 
@@ -174,17 +177,19 @@ def attend(
 ) -> torch.Tensor:
     """softmax(Q K^T / sqrt(D) + mask) V for (B, N, T, D) inputs; `mask` is a boolean (B, 1, 1, T) or None."""
     length = q.shape[2]
-    short = length <= EXPLICIT_MAX_LENGTH.get(q.dtype, 256) and q.shape[:2].numel() * length**2 <= EXPLICIT_MAX_SCORES
+    longest = EXPLICIT_MAX_LENGTH if torch.is_grad_enabled() and q.requires_grad else EXPLICIT_MAX_LENGTH_FORWARD
+    short = length <= longest.get(q.dtype, 256) and q.shape[:2].numel() * length**2 <= EXPLICIT_MAX_SCORES
     if q.device.type != "cpu" or not (short or dropout_p > 0):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     # The softmax runs in the scores' dtype: torch's CPU kernel accumulates bf16/fp16 in fp32 anyway, and the fp32
     # copy of the scores and its cast back cost more than the softmax (an attention forward + backward in bf16 is
     # 1.3-1.9x faster at lengths 64-256 and level at 32: python benchmarks/attention.py --softmax).
-    # Scaled and masked in place: the product's backward needs only q and k, and two fewer (B, N, T, T) tensors
-    # make a masked attention forward + backward 5-20% faster in fp32 (python benchmarks/attention.py --inplace).
+    # Scaled and masked in place (the product's backward needs only q and k), the mask as an added 0 / -inf bias:
+    # torch's broadcast masked_fill is 4-5x slower than a broadcast add on CPU, forward and backward (python
+    # benchmarks/attention.py --inplace compares the two forms).
     scores = torch.matmul(q, k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)  # (B, N, T, T)
     if mask is not None:
-        scores.masked_fill_(~mask, float("-inf"))
+        scores.add_(torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, -math.inf))
     probs = torch.softmax(scores, dim=-1)
     return torch.matmul(dropout(probs, dropout_p), v)
 
