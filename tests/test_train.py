@@ -236,14 +236,16 @@ def test_a_run_saves_the_precision_auto_resolved_to(tmp_path: Path, monkeypatch,
     assert saved["precision"] == ("bf16" if native else "fp32")
 
 
-def test_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def _poisoned_from_step_4(monkeypatch, poison):  # noqa: ANN001, ANN202
+    """A SyntheticBatches class whose 4th batch on makes the MLM loss poison(loss, logits), and a list that
+    clear() empties to make a new run start clean."""
     import litebert.heads
 
     real_loss, poisoned = litebert.heads.mlm_loss, []
 
     def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         loss = real_loss(logits, labels)
-        return loss * float("nan") if poisoned else loss
+        return poison(loss, logits) if poisoned else loss
 
     class Poisoned(SyntheticBatches):
         def __iter__(self):  # noqa: ANN204
@@ -253,6 +255,11 @@ def test_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path: Path, monke
                 yield batch
 
     monkeypatch.setattr(litebert.heads, "mlm_loss", mlm_loss)
+    return Poisoned, poisoned
+
+
+def test_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    Poisoned, poisoned = _poisoned_from_step_4(monkeypatch, lambda loss, logits: loss * float("nan"))
     batches = Poisoned(vocab_size=V, seq_len=T, batch_size=4)
     with pytest.raises(NonFiniteLossError, match=r"at step 4.*step_00000002"):
         pretrain(model_config(), train_config(save_every=2), None, tmp_path / "nan", batches=batches)
@@ -266,22 +273,8 @@ def test_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path: Path, monke
 def test_a_nan_gradient_under_a_finite_loss_stops_before_the_weights_change(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     # LAMB applied it: every weight became NaN, step 4's checkpoint kept them, and step 5's NaN loss named that
     # checkpoint as the last good one
-    import litebert.heads
-
-    real_loss, poisoned = litebert.heads.mlm_loss, []
-
-    def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        loss = real_loss(logits, labels)
-        return loss + torch.sqrt(logits.sum() * 0) if poisoned else loss  # value + 0, gradient NaN
-
-    class Poisoned(SyntheticBatches):
-        def __iter__(self):  # noqa: ANN204
-            for batch in super().__iter__():
-                if self.index == 4:
-                    poisoned.append(True)
-                yield batch
-
-    monkeypatch.setattr(litebert.heads, "mlm_loss", mlm_loss)
+    nan_gradient = lambda loss, logits: loss + torch.sqrt(logits.sum() * 0)  # value + 0, gradient NaN
+    Poisoned, _ = _poisoned_from_step_4(monkeypatch, nan_gradient)
     batches = Poisoned(vocab_size=V, seq_len=T, batch_size=4)
     with pytest.raises(NonFiniteLossError, match=r"gradient norm is nan \(loss .*\) at step 4.*step_00000002"):
         pretrain(model_config(), train_config(save_every=2), None, tmp_path / "nan", batches=batches)
