@@ -173,6 +173,8 @@ def test_squad_answers_are_whole_words_where_a_piece_cuts_a_latin_word():
     possessive = ["Smith", "'", "s", "boat"]
     assert _decode_pieces(context, possessive, "Smith", "Smith") == "Smith"
     assert _decode_pieces(context, ["15", "45", "년"], "45", "45") == "1545"  # digits are one word too
+    wide = "모델 ＡＢＣ１２３ 출시"  # full-width letters and digits are one word too
+    assert _decode_pieces(wide, ["모델", "ＡＢ", "Ｃ", "１２３", "출시"], "Ｃ", "Ｃ") == "ＡＢＣ１２３"
 
 
 def test_answer_text_with_the_real_tokenizer_keeps_korean_pieces_and_whole_english_words(tokenizer_dir):

@@ -273,12 +273,12 @@ def decode(
 
 def answer_text(context: str, start: int, end: int) -> str:
     """context[start:end] without surrounding whitespace, each end moved out to the word's end where it cuts a
-    word of Latin, Greek or Cyrillic letters and digits: the span from the piece "m" of "▁fro" "m" answers
-    "from ...", not "m ...". Punctuation is not crossed ("Smith" of "Smith's" stays), nor are other scripts
-    widened: Korean writes particles on the word ("1545년에" holds the answer "1545년"), Chinese and Japanese
-    write no spaces. The official code keeps the pieces' text everywhere (ALBERT's squad_utils cuts at their
-    characters; BERT's run_squad.py maps whitespace words back onto the pieces' text in get_final_text), so
-    this widening is litebert's own.
+    word of Latin, Greek or Cyrillic letters and digits (full-width ones too): the span from the piece "m" of
+    "▁fro" "m" answers "from ...", not "m ...". Punctuation is not crossed ("Smith" of "Smith's" stays), nor
+    are other scripts widened: Korean writes particles on the word ("1545년에" holds the answer "1545년"),
+    Chinese and Japanese write no spaces. The official code keeps the pieces' text everywhere (ALBERT's
+    squad_utils cuts at their characters; BERT's run_squad.py maps whitespace words back onto the pieces' text
+    in get_final_text), so this widening is litebert's own.
     """
     while start < end and context[start].isspace():
         start += 1
@@ -295,7 +295,8 @@ def answer_text(context: str, start: int, end: int) -> str:
 
 def _word_char(c: str) -> bool:
     """A letter or digit of a script that separates words by spaces, so a run of them is one word."""
-    return c.isalnum() and unicodedata.name(c, "").startswith(("LATIN ", "GREEK ", "CYRILLIC ", "DIGIT "))
+    name = unicodedata.name(c, "").removeprefix("FULLWIDTH ")  # "ＡＢＣ１２３" is a word as "ABC123" is
+    return c.isalnum() and name.startswith(("LATIN ", "GREEK ", "CYRILLIC ", "DIGIT "))
 
 
 def gold_dataset(examples: list[SquadExample]) -> list[dict[str, Any]]:
