@@ -168,8 +168,10 @@ def test_transformers_albert_dir_as_init(ft_cfg, tokenizer_dir, tmp_path, monkey
         intermediate_size=64, max_position_embeddings=64,
     )  # fmt: skip
     transformers.AlbertForPreTraining(hf_cfg).save_pretrained(tmp_path / "hf")
-    shutil.copy(Path(tokenizer_dir) / "spiece.model", tmp_path / "hf" / "spiece.model")
     data = str(FIXTURES / "sst2.tsv")
+    with pytest.raises(FileNotFoundError, match=r"holds no tokenizer \(no spiece.model\); pass --tokenizer DIR"):
+        finetune(ft_cfg(tmp_path / "none", init=str(tmp_path / "hf"), task="classification", train=data, dev=data))
+    shutil.copy(Path(tokenizer_dir) / "spiece.model", tmp_path / "hf" / "spiece.model")
     result = finetune(ft_cfg(tmp_path / "run", init=str(tmp_path / "hf"), task="classification", train=data,
                              dev=data, max_steps=2, eval_every=1, max_seq_length=32))  # fmt: skip
     assert result.best_step in (1, 2) and litebert.load(tmp_path / "run" / "best").config.hidden_size == 32

@@ -196,8 +196,11 @@ def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
     if cfg.random_init:
         torch.manual_seed(cfg.seed)
         base = AlbertForPretraining(base.config)  # same architecture, fresh truncated-normal weights
-    tok = load_tokenizer(cfg.tokenizer or cfg.init)
     own = Path(cfg.init) / "spiece.model"  # a model directory carries the tokenizer it was trained with
+    if not cfg.tokenizer and not own.is_file():  # a transformers export saved without its spiece.model
+        raise FileNotFoundError(f"--init {cfg.init}: the model directory holds no tokenizer (no spiece.model); "
+                                "pass --tokenizer DIR with the one it was trained with")  # fmt: skip
+    tok = load_tokenizer(cfg.tokenizer or cfg.init)
     if cfg.tokenizer and own.is_file() and load_tokenizer(cfg.init).pieces != tok.pieces:
         raise ValueError(f"--tokenizer {cfg.tokenizer}: its pieces differ from those of {own}, the model's own "
                          "tokenizer; leave --tokenizer out to use that one")  # fmt: skip
