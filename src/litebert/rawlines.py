@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from litebert.text import TextReport
 
 
+_CP949 = "EUC-KR/CP949 text (litebert reads UTF-8: convert it, e.g. iconv -f CP949 -t UTF-8)"
+
+
 def not_text(path: Path) -> str | None:
     """Why `path` is not UTF-8 text (None when it is)."""
     try:
@@ -33,10 +36,10 @@ def not_text(path: Path) -> str | None:
     mostly_bad = bad > len(head) // 10
     if head.count(b"\x00") > len(head) // 100 or (len(head) > 64 and mostly_bad):
         if b"\x00" not in head and _cp949_korean(head, strict=False):
-            return "EUC-KR/CP949 text (litebert reads UTF-8: convert it, e.g. iconv -f CP949 -t UTF-8)"
+            return _CP949
         return "looks like a binary file (many NUL bytes or mostly invalid UTF-8)"
     if mostly_bad and _cp949_korean(head, strict=True):  # a short file: only when all it says is Korean
-        return "EUC-KR/CP949 text (litebert reads UTF-8: convert it, e.g. iconv -f CP949 -t UTF-8)"
+        return _CP949
     return None
 
 

@@ -253,15 +253,15 @@ def _optimizer_step(tr: _Trainer, it: Iterator, step: int) -> dict[str, float]:
     if hasattr(grad_norm, "full_tensor"):  # FSDP: a sharded norm
         grad_norm = grad_norm.full_tensor()
     totals = dist.all_reduce_sum(totals, env)
-    loss_value = float(totals[0]) / env.world_size
+    loss_value, norm = float(totals[0]) / env.world_size, float(grad_norm)
     if math.isfinite(loss_value):
         if tr.scaler is not None:  # fp16: the scaler skips a step whose gradients overflowed, and lowers its scale
             tr.scaler.step(tr.optimizer)
             tr.scaler.update()
-        elif math.isfinite(float(grad_norm)):  # a NaN gradient would make every weight NaN (see _non_finite)
+        elif math.isfinite(norm):  # a NaN gradient would make every weight NaN (see _non_finite)
             tr.optimizer.step()
     tr.optimizer.zero_grad(set_to_none=True)
-    return _step_record(totals, loss_value, lr, float(grad_norm))
+    return _step_record(totals, loss_value, lr, norm)
 
 
 def _non_finite(stats: dict[str, float], scaled: bool) -> str:
