@@ -119,10 +119,11 @@ def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = ()) -> list[Path
         if path.is_dir():
             seen: set[Path] = set()  # a linked directory is read (it was skipped without a word), each once
             for root, dirs, names in os.walk(path, followlinks=True):
-                if Path(root).resolve() in seen:  # a link back to a directory read already (a cycle)
+                real = Path(root).resolve()
+                if real in seen:  # a link back to a directory read already (a cycle)
                     dirs[:] = []
                     continue
-                seen.add(Path(root).resolve())
+                seen.add(real)
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
         elif path.is_file():
