@@ -66,7 +66,7 @@ def keep_mask(like: torch.Tensor, p: float) -> torch.Tensor:
 # per-element generator, 3x slower than the whole eager dropout on CPU, and draw other masks than eager. The tag
 # marks it random, so the compiled graph never merges two calls or redraws a mask for the backward pass.
 compiled_keep_mask = torch.library.custom_op(
-    "litebert::dropout_keep_mask", keep_mask, mutates_args=(), tags=torch.Tag.nondeterministic_seeded
+    "litebert::dropout_keep_mask", keep_mask, mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,)
 )
 compiled_keep_mask.register_fake(lambda like, p: torch.empty(like.shape, dtype=like.dtype))
 
