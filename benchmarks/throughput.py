@@ -4,10 +4,12 @@ Each case alternates A, B, A, B on the same batches and reports the median of th
 (transformers / litebert, so > 1 means litebert is faster), tokens/s, model FLOP utilisation against this
 process's measured dense-matmul peak, and peak memory. Text is real: Moby-Dick and the State of the Union
 addresses from ../shared/data, tokenized with a litebert tokenizer trained on them (cached in --cache).
-Precisions: fp32, and bf16 autocast on a CPU with bf16 units (AVX512-BF16, AMX); elsewhere bf16 only when asked.
+Precisions: fp32, and bf16 autocast on a CPU with bf16 units (AVX512-BF16, AMX) or a GPU; elsewhere bf16 only
+when asked. `--device cuda` runs both on a GPU (timings synchronised, peak memory as allocated on the GPU).
 
     python benchmarks/throughput.py                      # every case (slow: ~15 min on 2 cores)
     python benchmarks/throughput.py --preset tiny --case pretrain --precision fp32
+    python benchmarks/throughput.py --device cuda --batch 32      # the GPU table
 """
 
 from __future__ import annotations
@@ -38,23 +40,23 @@ from litebert.train.metrics import train_flops_per_sequence  # noqa: E402
 from litebert.train.optim import Lamb  # noqa: E402
 from litebert.train.precision import native_bf16  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # --data replaces it
 
 
-def tokenizer(cache: Path):
+def tokenizer(cache: Path, data: Path):
     from litebert.tokenizer import Tokenizer
     from litebert.tokenizer_train import train_tokenizer
 
     out = cache / "tokenizer-29k"
     if not (out / "spiece.model").exists():
-        files = sorted((DATA / "corpora" / "moby-dick").glob("*.txt")) + sorted((DATA / "corpora" / "sotu").glob("*"))
+        files = sorted((data / "corpora" / "moby-dick").glob("*.txt")) + sorted((data / "corpora" / "sotu").glob("*"))
         train_tokenizer(files, out, vocab_size=29000)  # 30,000 pieces need more text than ships
     return Tokenizer.load(out)
 
 
-def corpus_ids(tok, limit_tokens: int = 400_000) -> np.ndarray:
+def corpus_ids(tok, data: Path, limit_tokens: int = 400_000) -> np.ndarray:
     ids: list[int] = []
-    for path in sorted((DATA / "corpora" / "moby-dick").glob("*.txt")):
+    for path in sorted((data / "corpora" / "moby-dick").glob("*.txt")):
         lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
         for seq in tok.encode_batch(lines):
             ids.extend(seq)
@@ -104,9 +106,9 @@ def hf_pretrain_inputs(batch: dict) -> dict:
     return {**{k: batch[k] for k in keys}, "labels": labels}
 
 
-def sentences(tok, count: int, max_len: int) -> list[list[int]]:
+def sentences(tok, data: Path, count: int, max_len: int) -> list[list[int]]:
     """Real review sentences (Rotten Tomatoes critic snippets) as [CLS] text [SEP]."""
-    with bz2.open(DATA / "labeled" / "rotten_tomatoes.csv.bz2", "rt", encoding="utf-8") as f:
+    with bz2.open(data / "labeled" / "rotten_tomatoes.csv.bz2", "rt", encoding="utf-8") as f:
         texts = [row["text"] for row in csv.DictReader(f) if row["category"] in ("fresh", "rotten")][:count]
     return [[tok.cls_id, *ids[: max_len - 2], tok.sep_id] for ids in tok.encode_batch(texts)]
 
@@ -136,28 +138,42 @@ def finetune_batches(seqs: list[list[int]], B: int, grouped: bool, seed: int) ->
     return [pad([seqs[i] for i in c]) | {"labels": torch.tensor([len(seqs[i]) % 2 for i in c])} for c in chunks]
 
 
-def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 6) -> float:
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_peak(dtype: torch.dtype, device: torch.device, reps: int = 6) -> float:
+    n = 8192 if device.type == "cuda" else 2048
+    a, b = torch.randn(n, n, dtype=dtype, device=device), torch.randn(n, n, dtype=dtype, device=device)
     a @ b
     times = []
     for _ in range(reps):
+        sync(device)
         t = time.perf_counter()
         a @ b
+        sync(device)
         times.append(time.perf_counter() - t)
     return 2 * n**3 / min(times)
+
+
+def to(batch: dict, device: torch.device) -> dict:
+    return {k: v.to(device) for k, v in batch.items()}
 
 
 class Pair:
     """litebert and transformers models with identical weights, each with its own LAMB."""
 
-    def __init__(self, config: litebert.ModelConfig, tmp: Path, finetune: bool = False):
+    def __init__(self, config: litebert.ModelConfig, tmp: Path, device: torch.device, finetune: bool = False):
         torch.manual_seed(0)
         self.ours = litebert.AlbertForPretraining(config)
         hf.save_hf(self.ours, tmp / "hf")  # written again for every pair
         self.theirs = transformers.AlbertForPreTraining.from_pretrained(tmp / "hf", attn_implementation="sdpa")
+        self.ours.to(device)
+        self.theirs.to(device)
         if finetune:  # the same classifier on the pooled output for both
-            self.ours_head = torch.nn.Linear(config.hidden_size, 2)
-            self.theirs_head = torch.nn.Linear(config.hidden_size, 2)
+            self.ours_head = torch.nn.Linear(config.hidden_size, 2).to(device)
+            self.theirs_head = torch.nn.Linear(config.hidden_size, 2).to(device)
             self.theirs_head.load_state_dict(self.ours_head.state_dict())
         self.opt_ours = Lamb(self._named(self.ours, getattr(self, "ours_head", None)), lr=1e-5)
         self.opt_theirs = Lamb(self._named(self.theirs, getattr(self, "theirs_head", None)), lr=1e-5)
@@ -168,19 +184,34 @@ class Pair:
         return named + ([(f"head.{n}", p) for n, p in head.named_parameters()] if head is not None else [])
 
 
-def autocast(precision: str):
+def autocast(precision: str, device: torch.device):
     if precision == "bf16":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
-def run_case(case: str, pair: Pair, batches: list[dict], precision: str, reps: int) -> tuple[list, list, list]:
-    """Per timed repetition: litebert's time, transformers' time, and the dense-matmul peak measured right after
-    them (MFU compares each repetition with the peak of its own moment: this machine's speed drifts by 10-15%)."""
+@torch.no_grad()
+def parity(pair: Pair, batch: dict) -> float:
+    """Max |ours - theirs| over the final hidden states at real tokens, fp32, eval mode (the model issue's 1e-5)."""
+    pair.ours.eval()
+    pair.theirs.eval()
+    keys = ("input_ids", "attention_mask", "token_type_ids")
+    ours, _ = pair.ours.albert(*(batch[k] for k in keys))
+    theirs = pair.theirs.albert(**{k: batch[k] for k in keys}).last_hidden_state
+    real = batch["attention_mask"].bool()
+    return float((ours.float() - theirs.float())[real].abs().max())
+
+
+def run_case(
+    case: str, pair: Pair, batches: tuple[list, list], precision: str, reps: int, device: torch.device, rounds: int
+) -> tuple[list, list, list, list]:
+    """Per timed repetition (`rounds` passes over the batches): litebert's time, transformers' time, and the
+    dense-matmul peak measured right after them (MFU compares each repetition with the peak of its own moment: this
+    machine's speed drifts by 10-15%); and on a GPU each library's peak allocated memory in MiB."""
     ours, theirs = pair.ours.train(), pair.theirs.train()
 
     def step_ours(b):
-        with autocast(precision):
+        with autocast(precision, device):
             if case.startswith("pretrain"):
                 loss = ours(**b).loss
             elif case == "finetune":
@@ -194,9 +225,9 @@ def run_case(case: str, pair: Pair, batches: list[dict], precision: str, reps: i
         pair.opt_ours.zero_grad(set_to_none=True)
 
     def step_theirs(b):
-        with autocast(precision):
+        with autocast(precision, device):
             if case.startswith("pretrain"):
-                loss = theirs(**hf_pretrain_inputs(b)).loss
+                loss = theirs(**b).loss
             elif case == "finetune":
                 keys = ("input_ids", "attention_mask", "token_type_ids")
                 pooled = theirs.albert(**{k: b[k] for k in keys}).pooler_output
@@ -213,17 +244,23 @@ def run_case(case: str, pair: Pair, batches: list[dict], precision: str, reps: i
         ours.eval()
         theirs.eval()
     ours_batches, theirs_batches = batches
-    t_ours, t_theirs, peaks = [], [], []
+    t_ours, t_theirs, peaks, mem = [], [], [], [0.0, 0.0]
     for r in range(reps + 1):  # the first round warms up both
-        for fn, bs, acc in ((step_ours, ours_batches, t_ours), (step_theirs, theirs_batches, t_theirs)):
+        for i, (fn, bs, acc) in enumerate(((step_ours, ours_batches, t_ours), (step_theirs, theirs_batches, t_theirs))):
+            sync(device)
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
             start = time.perf_counter()
-            for b in bs:
+            for b in bs * rounds:
                 fn(b)
+            sync(device)
             if r:
                 acc.append(time.perf_counter() - start)
+            if device.type == "cuda":
+                mem[i] = max(mem[i], torch.cuda.max_memory_allocated(device) / 2**20)
         if r:
-            peaks.append(matmul_peak(torch.bfloat16 if precision == "bf16" else torch.float32, reps=3))
-    return t_ours, t_theirs, peaks
+            peaks.append(matmul_peak(torch.bfloat16 if precision == "bf16" else torch.float32, device, reps=3))
+    return t_ours, t_theirs, peaks, mem
 
 
 def main() -> None:
@@ -234,28 +271,36 @@ def main() -> None:
     ap.add_argument("--seq", nargs="+", type=int, default=[128, 512])
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=1, help="passes over a case's batches per timed repetition")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--cache", type=Path, default=Path(".bench-cache"))
+    ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder (corpora/, labeled/)")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU table")
     ap.add_argument("--json", type=Path, default=None, help="also append results as JSON lines here")
     ap.add_argument("--compile", action="store_true", help="torch.compile litebert's model (transformers stays eager)")
     ap.add_argument("--no-dropout", action="store_true", help="the ALBERT v2 configuration: dropout 0 everywhere")
     ap.add_argument("--plain-malloc", action="store_true",
                     help="leave glibc malloc alone (default: litebert.allocator, as the litebert command)")  # fmt: skip
     args = ap.parse_args()
+    device = torch.device(args.device)
     kept = False if args.plain_malloc else keep_freed_memory()  # for both libraries: they share this process
     if args.threads:
         torch.set_num_threads(args.threads)
     args.cache.mkdir(exist_ok=True)
-    tok = tokenizer(args.cache)
-    ids = corpus_ids(tok)
-    native = native_bf16(torch.device("cpu"))
+    tok = tokenizer(args.cache, args.data)
+    ids = corpus_ids(tok, args.data)
+    native = native_bf16(device)
     args.precision = args.precision or (["fp32", "bf16"] if native else ["fp32"])
-    peak = {p: matmul_peak(torch.bfloat16 if p == "bf16" else torch.float32) for p in args.precision}
-    caps = torch.cpu.get_capabilities()
-    isa = "AMX" if caps.get("amx_bf16") else "AVX-512" if caps.get("avx512_f") else "AVX2" if caps.get("avx2") else "-"
+    peak = {p: matmul_peak(torch.bfloat16 if p == "bf16" else torch.float32, device) for p in args.precision}
+    if device.type == "cuda":
+        machine = f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda}, TF32 matmul: " \
+                  f"{torch.backends.cuda.matmul.allow_tf32})"  # fmt: skip
+    else:
+        caps = torch.cpu.get_capabilities()
+        isa = next((n for k, n in (("amx_bf16", "AMX"), ("avx512_f", "AVX-512"), ("avx2", "AVX2")) if caps.get(k)), "-")
+        machine = f"{caps.get('cpu_name') or platform.machine()} ({isa}, bf16 units: {'yes' if native else 'no'})"
     print(
-        f"# {caps.get('cpu_name') or platform.machine()} ({isa}, bf16 units: {'yes' if native else 'no'}), "
-        f"{torch.get_num_threads()} threads, "
+        f"# {machine}, {torch.get_num_threads()} threads, "
         f"torch {torch.__version__}, transformers {transformers.__version__}, python {sys.version.split()[0]}, "
         f"malloc keeps freed memory: {kept}, dropout: {'0 (v2)' if args.no_dropout else 'the preset'}"
     )
@@ -265,7 +310,7 @@ def main() -> None:
               "libraries (--precision bf16 measures it anyway)")  # fmt: skip
     print(
         f"{'preset':<12} {'case':<15} {'seq':>4} {'prec':<5} {'speedup':>8} {'ours tok/s':>11} {'hf tok/s':>10} "
-        f"{'ours MFU':>8} {'hf MFU':>7} {'GF/s':>6} {'peak RSS':>9}"
+        f"{'ours MFU':>8} {'hf MFU':>7} {'GF/s':>6} {'peak mem':>9} {'max diff':>8}"
     )
     tmp = args.cache / "models"
     for name in args.preset:
@@ -274,34 +319,42 @@ def main() -> None:
             for T in seqs:
                 v2 = dict(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0) if args.no_dropout else {}
                 config = litebert.preset(name, vocab_size=tok.vocab_size, max_position=max(512, T), **v2)
-                pair = Pair(config, tmp, finetune=case == "finetune")
-                if args.compile:  # compiled in the warm-up round, which is not timed
-                    pair.ours.compile()
+                pair = Pair(config, tmp, device, finetune=case == "finetune")
                 rng = np.random.default_rng(0)
                 if case.startswith("pretrain"):
                     short = 0.1 if case == "pretrain-short" else 0.0
                     bs = [pretrain_batch(tok, ids, args.batch, T, short, rng) for _ in range(2)]
-                    batches = (bs, bs)
+                    batches = ([to(b, device) for b in bs], [to(hf_pretrain_inputs(b), device) for b in bs])
                     tokens = sum(int(b["attention_mask"].sum()) for b in bs)
                 else:
                     n = 512 if name == "tiny" else 256
-                    seqs_ = sentences(tok, n, T)
-                    batches = (finetune_batches(seqs_, 32, True, 0), finetune_batches(seqs_, 32, False, 0))
+                    seqs_ = sentences(tok, args.data, n, T)
+                    batches = tuple([to(b, device) for b in finetune_batches(seqs_, 32, g, 0)] for g in (True, False))
                     tokens = sum(len(s) for s in seqs_[: len(batches[0]) * 32])
+                diff = parity(pair, batches[0][0])
+                if args.compile:  # compiled in the warm-up round, which is not timed
+                    pair.ours.compile()
                 for prec in args.precision:
-                    t_ours, t_theirs, peaks = run_case(case, pair, batches, prec, args.reps)
+                    t_ours, t_theirs, peaks, gpu_mem = run_case(
+                        case, pair, batches, prec, args.reps, device, args.rounds
+                    )
                     ratio = statistics.median(b / a for a, b in zip(t_ours, t_theirs, strict=True))
-                    ours_tps, hf_tps = tokens / statistics.median(t_ours), tokens / statistics.median(t_theirs)
+                    tokens_run = tokens * args.rounds
+                    ours_tps, hf_tps = tokens_run / statistics.median(t_ours), tokens_run / statistics.median(t_theirs)
                     mfu_o = mfu_t = float("nan")
                     if case.startswith("pretrain"):
                         # the library's count (the one metrics.jsonl logs), per token of a full-length row
-                        flops = tokens * train_flops_per_sequence(config, T, max(1, round(0.15 * T))) / T
+                        flops = tokens_run * train_flops_per_sequence(config, T, max(1, round(0.15 * T))) / T
                         mfu_o = statistics.median(flops / t / pk for t, pk in zip(t_ours, peaks, strict=True))
                         mfu_t = statistics.median(flops / t / pk for t, pk in zip(t_theirs, peaks, strict=True))
-                    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                    if device.type == "cuda":  # allocated in each library's timed steps, both models resident
+                        mem = f"{gpu_mem[0]:,.0f}/{gpu_mem[1]:,.0f}MB"
+                    else:  # the process's, both libraries together
+                        mem = f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}MB"
                     print(
                         f"{name:<12} {case:<15} {T:>4} {prec:<5} {ratio:>7.2f}x {ours_tps:>11,.0f} {hf_tps:>10,.0f} "
-                        f"{mfu_o:>8.0%} {mfu_t:>7.0%} {statistics.median(peaks) / 1e9:>6.0f} {rss:>7.0f}MB",
+                        f"{mfu_o:>8.0%} {mfu_t:>7.0%} {statistics.median(peaks) / 1e9:>6.0f} {mem:>9} "
+                        f"{diff:>8.1e}",
                         flush=True,
                     )
                     if args.json:
@@ -320,6 +373,8 @@ def main() -> None:
                                         hf_mfu=mfu_t,
                                         matmul_peak=statistics.median(peaks),
                                         compiled=args.compile,
+                                        device=str(device),
+                                        max_diff_fp32=diff,
                                     )
                                 )
                                 + "\n"
