@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from litebert import preset
@@ -74,6 +77,18 @@ def test_cli_params_prints_breakdown_and_table(capsys):
     assert main(["params", "--paper"]) == 0
     out = capsys.readouterr().out
     assert "222,595,584" in out and "235M" in out and "83,078,400" in out
+
+
+def test_python_m_litebert_is_the_command(capsys):
+    """`python -m litebert` (and so `torchrun -m litebert pretrain ...`) runs the same CLI, errors included."""
+    assert main(["params", "--preset", "albert-base"]) == 0
+    ran = subprocess.run([sys.executable, "-m", "litebert", "params", "--preset", "albert-base"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == capsys.readouterr().out
+    bad = subprocess.run([sys.executable, "-m", "litebert", "params", "--preset", "no-such-preset"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert bad.returncode == 2 and "litebert params: error" in bad.stderr
 
 
 def test_cli_params_reads_a_model_s_own_config(tmp_path, capsys):
