@@ -300,6 +300,16 @@ def test_short_rows_holding_the_needed_columns_and_an_empty_file(tmp_path):
         read_labeled_table(path, ("text",), "label")
 
 
+def test_a_quote_never_closed_is_named_not_read_as_one_field_to_the_end(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text('text,label\ngreat,pos\nbad,"neg\nfine,pos\nawful,neg\n')  # the csv module took 3 lines as a label
+    with pytest.raises(ValueError, match=r"t.csv: line 3: a quoted field is never closed"):
+        read_labeled_table(path, ("text",), "label")
+    path.write_text('text,label\n"a\ngood, long",pos\nbad,neg')  # closed quotes span lines; no final newline
+    rows = read_labeled_table(path, ("text",), "label")
+    assert [(r.texts, r.label, r.line) for r in rows] == [(("a\ngood, long",), "pos", 2), (("bad",), "neg", 4)]
+
+
 def test_what_real_files_hold_reads_or_is_named(tmp_path):
     """Inputs met in GLUE, SICK, MRPC, CoNLL and RACE downloads: each reads right or fails naming file and line."""
     # an empty label is an error, not a class of its own; an empty text is counted where it is encoded

@@ -162,16 +162,17 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     blank: list[int] = []
     with open_text(path) as f:
-        reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
-        first = next(reader, None)
+        reader = csv.reader(itertools.chain(f, [_END]), delimiter=delimiter, quoting=quoting)
+        records = _closed_records(reader, path)
+        first = next(records, None)
         if first is None:
             raise ValueError(f"{path}: empty file")
         positions = bool(columns) and all(c.isdigit() for c in columns) and not set(columns) <= set(first)
         if positions:  # no header: the first row is data
             width = max(int(c) for c in columns) + 1
-            header, rows = [str(i) for i in range(max(width, len(first)))], itertools.chain([first], reader)
+            header, rows = [str(i) for i in range(max(width, len(first)))], itertools.chain([first], records)
         else:
-            header, rows = first, reader
+            header, rows = first, records
             missing = [c for c in columns if c not in header]
             if missing:
                 raise ValueError(f"{path}: missing column(s) {missing}; " + _header_problem(header, delimiter))
@@ -186,6 +187,25 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
             yield line, dict(zip(header, row, strict=False))  # a short row is fine if it holds every needed column
     if blank:  # skipped, as csv readers do, but counted
         warnings.warn(f"{path}: {len(blank)} blank line(s) skipped (first: line {blank[0]})", stacklevel=2)
+
+
+# Fed to the csv reader after a table's last line. A quoted field still open at the end of the file takes it in:
+# without it the csv module ends that field at the end of the file silently, every line after the quote inside it.
+_END = "\x00end of file\x00"
+
+
+def _closed_records(reader: Any, path: str | Path) -> Iterator[list[str]]:
+    """The csv reader's records up to the _END line; a record that swallowed it is an error naming its first line."""
+    for row in reader:
+        if row == [_END]:
+            return
+        if row and row[-1].endswith(_END):
+            start = reader.line_num - row[-1].count("\n")  # the _END line and the lines inside the open field
+            raise ValueError(
+                f"{path}: line {start}: a quoted field is never closed (a stray '\"'?); it would take in every "
+                "line to the end of the file"
+            )
+        yield row
 
 
 def _header_problem(header: list[str], delimiter: str) -> str:
