@@ -425,6 +425,17 @@ def test_race_json_lines_errors_name_the_line(tmp_path):
         read_race(tmp_path / "r.jsonl")
 
 
+def test_a_race_question_without_answers_is_named_for_training_and_evaluation(tmp_path):
+    from litebert.tasks.race import MultipleChoiceTask
+
+    good = {"id": "high1.txt", "article": "Text.", "questions": ["Q?"], "options": [["a", "b"]], "answers": ["A"]}
+    unlabelled = {k: v for k, v in good.items() if k != "answers"}
+    (tmp_path / "r.jsonl").write_text("\n".join(json.dumps(o) for o in (good, {**unlabelled, "id": "high2.txt"})))
+    for mode in ("train", "eval"):  # among thousands of RACE files the path alone left the question to be found
+        with pytest.raises(ValueError, match=rf"r.jsonl: question 'high2.txt-0' has no answer.*{mode} needs"):
+            MultipleChoiceTask().load(tmp_path / "r.jsonl", None, None, {}, mode=mode)
+
+
 def test_a_json_file_given_to_a_table_task_is_named_and_not_dumped(tmp_path):
     """A SQuAD file is one line, possibly megabytes: the header quoted in the error is cut short, and the
     message says the file looks like JSON."""

@@ -166,8 +166,10 @@ class MultipleChoiceTask:
 
     def load(self, path: str | Path, tok: TokenizerLike, cfg: Any, state: dict[str, Any], *, mode: str) -> TaskData:
         examples = read_race(path)
-        if mode != "predict" and any(ex.label is None for ex in examples):
-            raise ValueError(f"{path}: the 'answers' field is needed for {mode}")
+        unlabelled = next((ex for ex in examples if ex.label is None), None) if mode != "predict" else None
+        if unlabelled is not None:  # named: in a directory of RACE files, the path alone does not say which
+            raise ValueError(f"{path}: question {unlabelled.qid!r} has no answer (no 'answers' field); {mode} needs "
+                             "every question's answer")  # fmt: skip
         if mode == "train":
             state["num_choices"] = len(examples[0].options)
         report = Report(str(path))
