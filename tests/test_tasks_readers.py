@@ -310,6 +310,15 @@ def test_a_quote_never_closed_is_named_not_read_as_one_field_to_the_end(tmp_path
     assert [(r.texts, r.label, r.line) for r in rows] == [(("a\ngood, long",), "pos", 2), (("bad",), "neg", 4)]
 
 
+def test_a_column_named_twice_in_the_header_is_refused_not_read_from_its_last_copy(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("text,label,label\ngreat,pos,neg\nbad,neg,pos\n")  # the second label column was read
+    with pytest.raises(ValueError, match=r"t.csv: column\(s\) \['label'\] named more than once in the header"):
+        read_labeled_table(path, ("text",), "label")
+    path.write_text("text,x,x\ngreat,a,b\n")  # a repeated column no one reads is fine
+    assert [r.texts for r in read_labeled_table(path, ("text",), None)] == [("great",)]
+
+
 def test_what_real_files_hold_reads_or_is_named(tmp_path):
     """Inputs met in GLUE, SICK, MRPC, CoNLL and RACE downloads: each reads right or fails naming file and line."""
     # an empty label is an error, not a class of its own; an empty text is counted where it is encoded

@@ -176,6 +176,10 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
             missing = [c for c in columns if c not in header]
             if missing:
                 raise ValueError(f"{path}: missing column(s) {missing}; " + _header_problem(header, delimiter))
+            twice = sorted({c for c in columns if header.count(c) > 1})  # a row's dict would keep the last alone
+            if twice:
+                raise ValueError(f"{path}: column(s) {twice} named more than once in the header, so which one to "
+                                 "read is unclear; rename the others")  # fmt: skip
         end = 0 if positions else reader.line_num
         for row in rows:
             line, end = end + 1, reader.line_num  # a record's first line (CSV fields may span lines)
