@@ -363,6 +363,14 @@ def test_similarity_features_are_two_single_sentences():
     assert set(task.pad_values(tok)) >= {"input_ids", "b_input_ids", "attention_mask", "b_attention_mask"}
 
 
+def test_labelled_pairs_of_one_class_are_refused_before_training(tmp_path):
+    path = tmp_path / "nli.csv"
+    path.write_text("sentence1,sentence2,score\na man,a person,same\na dog,an animal,same\n")
+    c = cfg(text_columns=("sentence1", "sentence2"), label_column="score")
+    with pytest.raises(ValueError, match=r"nli.csv: every training pair has the label 'same'; .*at least two classes"):
+        get_task("similarity").load(path, WordTok(), c, {}, mode="train")  # was KeyError 'logits' at the first eval
+
+
 def test_squad_answers_map_back_exactly_with_the_real_tokenizer(tokenizer_dir):
     from litebert.tokenizer import Tokenizer
 
