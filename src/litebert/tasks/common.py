@@ -199,7 +199,8 @@ _END = "\x00end of file\x00"
 
 
 def _closed_records(reader: Any, path: str | Path) -> Iterator[list[str]]:
-    """The csv reader's records up to the _END line; a record that swallowed it is an error naming its first line."""
+    """The csv reader's records up to the _END line; one that swallowed it is an error naming where its open field
+    starts."""
     for row in reader:
         if row == [_END]:
             return
