@@ -408,3 +408,23 @@ def test_a_nan_first_dev_score_is_replaced_by_the_first_number(ft_cfg, tmp_path,
     result = finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=3, eval_every=1))
     assert (result.best_step, result.best_value) == (2, 0.5)
     assert json.loads((tmp_path / "results.json").read_text())["best"]["step"] == 2
+
+
+def test_token_head_loss_is_the_tagged_mean_and_zero_for_a_batch_without_tags():
+    """A batch whose words were all cut by truncation has no tagged token: its loss is 0, not NaN (which made
+    results.json's train_loss NaN); otherwise the loss is the mean over tagged tokens."""
+    from litebert.finetune_heads import IGNORE, TokenHead
+
+    config = litebert.preset("tiny", vocab_size=50, max_position=16)
+    torch.manual_seed(0)
+    backbone, head = litebert.Albert(config), TokenHead(config, 3).eval()
+    ids = torch.randint(5, 50, (2, 6))
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
+    none = head(backbone, batch | {"labels": torch.full_like(ids, IGNORE)})["loss"]
+    none.backward()
+    assert none.item() == 0.0 and all(torch.isfinite(p.grad).all() for p in head.parameters())
+    labels = torch.full_like(ids, IGNORE)
+    labels[0, 1], labels[1, 3] = 2, 0
+    out = head(backbone, batch | {"labels": labels})
+    expected = torch.nn.functional.cross_entropy(out["logits"][labels != IGNORE].float(), labels[labels != IGNORE])
+    torch.testing.assert_close(out["loss"], expected)

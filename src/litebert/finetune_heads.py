@@ -77,8 +77,10 @@ class TokenHead(nn.Module):
         hidden, _ = encode(backbone, batch)
         logits = self.out(self.dropout(hidden))  # (B, T, num_labels)
         out = {"logits": logits}
-        if "labels" in batch:
-            out["loss"] = F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE)
+        if "labels" in batch:  # the mean over tagged tokens; 0 for a batch without any (all cut by truncation)
+            labels = batch["labels"].flatten()
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels, ignore_index=IGNORE, reduction="sum")
+            out["loss"] = loss / (labels != IGNORE).sum().clamp(min=1)
         return out
 
 
