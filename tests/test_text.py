@@ -109,6 +109,20 @@ def test_read_formats_and_dirs(tmp_path):
     assert joined[1] == ["Second doc here.", "Line two."]
 
 
+def test_jsonl_records_that_json_reads_badly(tmp_path):
+    # A lone "\ud800" escape (web dumps hold them) crashed the write with no file or line; JSON nested deeper
+    # than Python's recursion limit, or a number of over 4,300 digits, raised past the invalid-JSON skip.
+    deep, huge = "[" * 100_000 + "]" * 100_000, '{"text": "x", "n": ' + "1" * 5000 + "}"
+    records = ['{"text": "Lone \\ud800 half. Kept."}', deep, huge, '{"text": "Ok."}']
+    (tmp_path / "a.jsonl").write_text("\n".join(records) + "\n")
+    report = prepare(tmp_path / "a.jsonl", tmp_path / "out.txt")
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "Lone \ufffd half.\nKept.\n\nOk.\n"
+    assert (report.documents, report.skipped, report.invalid_bytes) == (2, 2, 1)
+    assert any("a.jsonl:1: 1 lone surrogate" in m for m in report.messages)
+    assert any("a.jsonl:2: skipped, unreadable JSON (maximum recursion" in m for m in report.messages)
+    assert any("a.jsonl:3: skipped, unreadable JSON (Exceeds the limit" in m for m in report.messages)
+
+
 def test_korean_constitution_crlf(shared_data):
     path = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
     report = TextReport()

@@ -31,6 +31,7 @@ log = logging.getLogger("litebert.text")
 READER_VERSION = 3
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _MAX_MESSAGES = 200
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(kw_only=True)
@@ -271,11 +272,21 @@ def _jsonl_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterato
             report.skipped += 1
             report.note(f"{path}:{line_no}: skipped, invalid JSON ({exc.msg} at column {exc.colno})")
             continue
+        except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits; arrays nested too deeply
+            report.skipped += 1
+            report.note(f"{path}:{line_no}: skipped, unreadable JSON ({exc})")
+            continue
         value = record.get(cfg.text_field) if isinstance(record, dict) else None
         if not isinstance(value, str):
             report.skipped += 1
             report.note(f"{path}:{line_no}: skipped, no string field {cfg.text_field!r}")
             continue
+        # A "\ud800" escape without its pair decodes to a lone surrogate, which no UTF-8 writer accepts (the
+        # output, sentencepiece): replaced and counted as an invalid UTF-8 sequence is.
+        value, lone = _LONE_SURROGATE.subn("\ufffd", value)
+        if lone:
+            report.invalid_bytes += lone
+            report.note(f"{path}:{line_no}: {lone} lone surrogate escape(s) in {cfg.text_field!r} replaced")
         doc = [s for para in _record_paragraphs(value, cfg) for s in _paragraph(para, cfg)]
         if doc:
             yield doc
