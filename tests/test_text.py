@@ -228,6 +228,25 @@ def test_a_document_without_end_is_cut_to_bound_memory(tmp_path):
     assert len(list(read_documents([path], config=ReadConfig(split=False)))) == 1  # the default cap is 4M
 
 
+def test_a_document_that_ends_at_the_limit_is_not_reported_cut(tmp_path):
+    # The note was written when a document reached the limit, before knowing whether any text followed: a file
+    # read as one document whose last line crossed the limit (a one-line file longer than --window-chars in data
+    # build) was reported "cut" though nothing was.
+    line = "A sentence of the speech. " * 60  # 1,560 characters
+    (tmp_path / "a.txt").write_text(f"{line}\n{line}\n\n{line}\n")
+    for documents in ("blank_line", "file"):
+        report = TextReport()
+        config = ReadConfig(documents=documents, split=False, max_document_chars=3000)
+        docs = list(read_documents(tmp_path / "a.txt", report=report, config=config))
+        assert len(docs) == 2  # "file": the blank line is no document end, the cut after line 2 is one
+        assert len(report.messages) == (documents == "file") and all(":2: document cut" in m for m in report.messages)
+        report = TextReport()
+        config = ReadConfig(documents=documents, split=False, max_document_chars=1024)
+        assert len(list(read_documents(tmp_path / "a.txt", report=report, config=config))) == 3
+        cuts = [1] if documents == "blank_line" else [1, 2]  # the last line's document ends at the file's end
+        assert [m.split(": ")[0] for m in report.messages] == [f"{tmp_path / 'a.txt'}:{n}" for n in cuts]
+
+
 def test_utf16_and_truncated_gzip_are_named(tmp_path):
     import gzip
 

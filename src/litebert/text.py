@@ -227,11 +227,16 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
     continuing = False  # the previous piece was an unfinished long line
     size = 0  # characters in doc so far (checked only when doc grows: sum over doc[size_from:])
     size_from = 0
+    cut_note = ""  # the last cut's note, said once text follows the cut: a document that ends there was not cut
     for line_no, text, complete in lines(path, report, cfg.chunk_bytes):
         if complete and not continuing and not text.strip():
             if cfg.blank_lines_wrap:
                 continue  # a wrap, joined like any other line
             flush(True)
+            if doc and cut_note:
+                report.note(cut_note)
+            if doc or cfg.documents == "blank_line":
+                cut_note = ""
             if cfg.documents == "blank_line" and doc:
                 yield doc
                 doc, size, size_from = [], 0, 0
@@ -244,16 +249,21 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
         elif len(pending) > limit:
             flush(False)
         if len(doc) > size_from:
+            if cut_note:
+                report.note(cut_note)
+                cut_note = ""
             size += sum(map(len, doc[size_from:]))
             size_from = len(doc)
             if size >= cfg.max_document_chars:
-                report.note(f"{path}:{line_no}: document cut after {size:,} characters (the limit, "
+                cut_note = (f"{path}:{line_no}: document cut after {size:,} characters (the limit, "
                             f"{cfg.max_document_chars:,}, is max_document_chars, which data build lowers to "
                             "--window-chars)")  # fmt: skip
                 yield doc
                 doc, size, size_from = [], 0, 0
     flush(True)
     if doc:
+        if cut_note:
+            report.note(cut_note)
         yield doc
 
 
