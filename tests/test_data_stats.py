@@ -58,3 +58,24 @@ def test_ctrl_c_is_a_message_not_a_traceback(monkeypatch, capsys):
     monkeypatch.setattr(litebert.data, "data_stats", interrupted)
     assert main(["data", "stats", "anywhere"]) == 130
     assert capsys.readouterr().err == "litebert data: interrupted\n"
+
+
+def test_masked_fraction_leaves_out_every_special_token(tokenizer_dir, tmp_path):
+    # Objective "none" packs documents with a [SEP] between them: the fraction counted those separators as
+    # maskable tokens, so it came out below the truth.
+    from litebert.data import DataConfig, build
+
+    (tmp_path / "c.txt").write_text("".join(f"The whale number {i} swam away.\n\n" for i in range(300)))
+    config = DataConfig(max_seq_length=64, objective="none", dupe_factor=2, eval_fraction=0.0)
+    build(tmp_path / "c.txt", tokenizer_dir, tmp_path / "data", config, progress=False)
+    examples = list(read_examples(tmp_path / "data"))
+    masked = sum(len(x["masked_positions"]) for x in examples)
+    special_ids = read_manifest(tmp_path / "data")["special_ids"]
+    specials = 0
+    for x in examples:
+        ids = x["input_ids"].copy()
+        ids[x["masked_positions"]] = x["masked_labels"]
+        specials += int(np.isin(ids, [special_ids["cls"], special_ids["sep"]]).sum())
+    assert specials > 5 * len(examples)  # several documents per example
+    expected = masked / (sum(len(x["input_ids"]) for x in examples) - specials)
+    assert abs(data_stats(tmp_path / "data").masked_fraction - expected) < 1e-12

@@ -72,7 +72,7 @@ def data_stats(data_dir: str | Path, *, split: str = "train", max_examples: int 
     if n == 0:
         raise ValueError(f"{data_dir}: the {split!r} split holds no examples")
     index = np.unique(np.linspace(0, n - 1, num=min(n, max_examples)).astype(np.int64))
-    mask_id = reader.rules.mask_id
+    mask_id, vocab = reader.rules.mask_id, reader.vocab
     lengths, labels, counts = [], [], {"mask": 0, "keep": 0, "random": 0}
     ngrams = np.zeros((2, reader.rules.max_ngram), dtype=np.int64)
     masked = candidates = 0
@@ -87,7 +87,9 @@ def data_stats(data_dir: str | Path, *, split: str = "train", max_examples: int 
         counts["random"] += int(((shown != mask_id) & (shown != lab)).sum())
         ngrams += np.stack([x["ngrams"], x["ngrams_free"]])
         masked += len(pos)
-        candidates += int(x["token_type_ids"].size) - (3 if x["token_type_ids"][-1] else 2)
+        original = ids.copy()
+        original[pos] = lab  # a random replacement may show a [SEP] id; objective "none" has one between documents
+        candidates += int(((original != vocab.cls_id) & (original != vocab.sep_id)).sum())
     return _summarise(split, n, reader.max_len, np.array(lengths), np.array(labels), counts, ngrams, masked,
                       candidates)  # fmt: skip
 
