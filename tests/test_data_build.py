@@ -26,6 +26,15 @@ def _config(**kw) -> DataConfig:
     return DataConfig(**{**base, **kw})
 
 
+def test_max_predictions_default_fits_a_short_sequence():
+    # The default was a fixed 20, which DataConfig itself refused below length 20 (the CLI chose min(20, length)).
+    assert DataConfig().max_predictions_per_seq == 20
+    assert DataConfig(max_seq_length=16).max_predictions_per_seq == 16
+    assert DataConfig(max_seq_length=16, max_predictions_per_seq=3).max_predictions_per_seq == 3
+    with pytest.raises(ValueError, match=r"DataConfig.max_predictions_per_seq must be an integer in \[1, 16\]"):
+        DataConfig(max_seq_length=16, max_predictions_per_seq=17)
+
+
 def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 

@@ -48,7 +48,7 @@ def _build(args: argparse.Namespace) -> int:
 
     config = DataConfig(
         max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=min(20, args.max_seq_length) if args.max_predictions is None else args.max_predictions,
+        max_predictions_per_seq=args.max_predictions,
         masked_lm_prob=args.masked_lm_prob,
         dupe_factor=args.dupe_factor,
         short_seq_prob=args.short_seq_prob,

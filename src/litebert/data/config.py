@@ -13,15 +13,16 @@ class DataConfig:
     """How documents become pretraining examples.
 
     Defaults are those of the official create_pretraining_data.py (random_seed 12345, dupe_factor 40 for static
-    masks). ``dupe_factor=None`` resolves to 40 for static masking and 1 for dynamic masking, whose masks are
-    redrawn every epoch anyway (RoBERTa). ``window_chars`` bounds memory: documents are shuffled, paired with
-    random other documents and their examples shuffled within windows of about this many characters, and a
-    window is the unit of work of one process (see build.py). 1M characters is about 250k tokens; with
-    dupe_factor 40 a window's examples then take about 50 MB.
+    masks). ``max_predictions_per_seq=None`` resolves to the official 20, or to max_seq_length when that is
+    shorter (as ``--max-predictions``). ``dupe_factor=None`` resolves to 40 for static masking and 1 for dynamic
+    masking, whose masks are redrawn every epoch anyway (RoBERTa). ``window_chars`` bounds memory: documents
+    are shuffled, paired with random other documents and their examples shuffled within windows of about this
+    many characters, and a window is the unit of work of one process (see build.py). 1M characters is about
+    250k tokens; with dupe_factor 40 a window's examples then take about 50 MB.
     """
 
     max_seq_length: int = 512
-    max_predictions_per_seq: int = 20
+    max_predictions_per_seq: int | None = None  # None: the official 20, or max_seq_length when that is shorter
     masked_lm_prob: float = 0.15
     dupe_factor: int | None = None
     short_seq_prob: float = 0.1
@@ -42,6 +43,8 @@ class DataConfig:
             self.dupe_factor = 40 if self.masking == "static" else 1
         # [CLS] A [SEP] B [SEP] needs room for at least one token of each segment and then some.
         _check_int("max_seq_length", self.max_seq_length, 8, 1 << 20)
+        if self.max_predictions_per_seq is None:  # a fixed 20 was refused for sequences shorter than 20
+            self.max_predictions_per_seq = min(20, self.max_seq_length)
         _check_int("max_predictions_per_seq", self.max_predictions_per_seq, 1, self.max_seq_length)
         _check_int("dupe_factor", self.dupe_factor, 1, 10_000)
         _check_int("max_ngram", self.max_ngram, 1, 64)
