@@ -305,6 +305,15 @@ def test_train_cli_and_errors(tmp_path, shared_data, capsys):
     assert not (tmp_path / "none").exists()  # a failed training writes nothing
 
 
+def test_a_corpus_of_invisible_characters_is_an_empty_corpus(tmp_path):
+    # Lines of zero-width spaces and soft hyphens are sentences when read, and nothing once normalised:
+    # sentencepiece stopped on its internal check "[!sentences_.empty()]".
+    (tmp_path / "zw.txt").write_text("\u200b\u200b\n\n\u00ad\n")
+    with pytest.raises(ValueError, match=r"empty corpus: none of the 2 sentences read from 1 file\(s\) is left"):
+        train_tokenizer([tmp_path / "zw.txt"], tmp_path / "tok", vocab_size=100)
+    assert not (tmp_path / "tok").exists()
+
+
 def _spans(tok: Tokenizer, ids: list[int]) -> list[tuple[int, int]]:
     ends = list(itertools.accumulate(len(tok.id_to_piece(i)) for i in ids))
     return list(zip([0, *ends][:-1], ends, strict=True))

@@ -126,6 +126,13 @@ def train_tokenizer(
     with tqdm(desc="sentences read", unit=" sent", disable=not progress) as bar:
         read = _sentences(docs, cfg, bar, report)
         sentences = sample_sentences(read, cfg.input_sentence_size, random.Random(cfg.seed))
+        if not sentences:  # sentencepiece would stop on its internal check "!sentences_.empty()"
+            notes = f"; {report.messages[-1]}" if report.messages else ""
+            raise ValueError(
+                f"empty corpus: none of the {report.sentences:,} sentences read from {report.files:,} file(s) is "
+                f"left to train on (empty after normalisation, e.g. only zero-width or control characters, or too "
+                f"long{notes})"
+            )
         try:
             spm.SentencePieceTrainer.train(
                 sentence_iterator=_handed_over(sentences),
