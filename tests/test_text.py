@@ -123,6 +123,15 @@ def test_jsonl_records_that_json_reads_badly(tmp_path):
     assert any("a.jsonl:3: skipped, unreadable JSON (Exceeds the limit" in m for m in report.messages)
 
 
+def test_jsonl_nul_escapes_are_removed_as_nul_bytes_are(tmp_path):
+    # A "\u0000" escape went into text prepare's output, which then read back as a binary file and was skipped.
+    (tmp_path / "a.jsonl").write_text('{"text": "Has a \\u0000 NUL. Fine."}\n{"text": "x\\u0000y."}\n')
+    report = prepare(tmp_path / "a.jsonl", tmp_path / "out.txt")
+    assert (tmp_path / "out.txt").read_bytes() == b"Has a NUL.\nFine.\n\nxy.\n"
+    assert [m.split(": ", 1)[1] for m in report.messages] == ["1 NUL character(s) in 'text' removed"] * 2
+    assert list(read_documents(tmp_path / "out.txt")) == [["Has a NUL.", "Fine."], ["xy."]]
+
+
 def test_korean_constitution_crlf(shared_data):
     path = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
     report = TextReport()

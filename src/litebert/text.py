@@ -28,7 +28,7 @@ log = logging.getLogger("litebert.text")
 
 # What a corpus yields changes with the reading and sentence-splitting rules; data builds record this number, so
 # that a build is never resumed (or reused) under other rules. Raise it with any change to what is read.
-READER_VERSION = 3
+READER_VERSION = 4
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _MAX_MESSAGES = 200
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -297,6 +297,11 @@ def _jsonl_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterato
         if lone:
             report.invalid_bytes += lone
             report.note(f"{path}:{line_no}: {lone} lone surrogate escape(s) in {cfg.text_field!r} replaced")
+        # A "\u0000" escape is removed as a NUL byte of a text file is (kept, it made the official format that
+        # `text prepare` writes read back as a binary file).
+        if "\x00" in value:
+            report.note(f"{path}:{line_no}: {value.count(chr(0))} NUL character(s) in {cfg.text_field!r} removed")
+            value = value.replace("\x00", "")
         doc = [s for para in _record_paragraphs(value, cfg) for s in _paragraph(para, cfg)]
         if doc:
             yield doc
