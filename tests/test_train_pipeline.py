@@ -187,6 +187,10 @@ def test_config_file_errors_name_the_field(tmp_path: Path, capsys) -> None:  # n
         err = capsys.readouterr().err
         assert str(path) in err and message in err, err
         assert not (tmp_path / name).exists()
+    # the prediction budget follows a shorter sequence, as in DataConfig and --max-predictions (a pinned 20 was
+    # refused for max_seq_length 16); the default job keeps the official 20
+    assert PretrainJob.from_dict({"data": {"max_seq_length": 16}}).data.max_predictions_per_seq == 16
+    assert PretrainJob.from_dict({}).data.max_predictions_per_seq == 20 == PretrainJob().data.max_predictions_per_seq
     # one path is that path, not its characters ("no such file or directory: c" for "corpus")
     assert PretrainJob.from_dict({"corpus": "corpus"}).corpus == ["corpus"]
     with pytest.raises(ValueError, match="'train' must be a JSON object of fields"):

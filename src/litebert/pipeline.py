@@ -39,9 +39,7 @@ DEFAULT_TRAIN = dict(
 DEFAULT_MODEL = dict(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.1)
 # Ten pairings of every chapter (official dupe_factor, here with masks redrawn each epoch as well), so the
 # SOP labels are not the same few thousand pairs seen again every epoch.
-DEFAULT_DATA = dict(
-    max_seq_length=128, max_predictions_per_seq=20, masking="dynamic", dupe_factor=10, eval_fraction=0.05
-)
+DEFAULT_DATA = dict(max_seq_length=128, masking="dynamic", dupe_factor=10, eval_fraction=0.05)  # 20 predictions
 
 
 @dataclass(kw_only=True)
