@@ -311,6 +311,9 @@ def test_train_config_refuses_unknown_keys_and_wrong_types() -> None:
     # 0 held-out batches passed validation, then stopped the run at its first evaluation ("no masked tokens")
     with pytest.raises(ValueError, match=r"TrainConfig.eval_batches must be >= 1 or null .*got 0"):
         TrainConfig(eval_batches=0)
+    # a negative seed passed validation, wrote the run directory, then failed in numpy ("expected non-negative integer")
+    with pytest.raises(ValueError, match=r"TrainConfig.seed must be an integer in \[0, 2\*\*63\), got -1"):
+        TrainConfig(seed=-1)
 
 
 def test_warmup_follows_max_steps_unless_given() -> None:

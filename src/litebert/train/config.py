@@ -63,6 +63,8 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.log_every < 1:
             raise ValueError(f"TrainConfig.log_every must be >= 1, got {self.log_every}")
+        if not 0 <= self.seed < 2**63:  # numpy's SeedSequence (the data order) takes no negative seed
+            raise ValueError(f"TrainConfig.seed must be an integer in [0, 2**63), got {self.seed}")
         if self.warmup_steps is not None and self.warmup_steps < 0:
             raise ValueError(f"TrainConfig.warmup_steps must be >= 0 or null, got {self.warmup_steps}")
         if self.eval_batches is not None and self.eval_batches < 1:  # 0 would fail at the first evaluation
