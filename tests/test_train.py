@@ -196,6 +196,36 @@ def test_gradient_checkpointing_with_shared_layers_gives_the_same_gradients() ->
         torch.testing.assert_close(grads[1][name], g, rtol=1e-5, atol=1e-7, msg=name)
 
 
+def test_steps_without_pair_labels_leave_the_pooler_and_pair_head_alone(tmp_path: Path) -> None:
+    # Objective "none": sop_loss keeps the pair head in the graph with zero gradients, and LAMB's weight decay,
+    # scaled by the trust ratio ||w|| / ||0.01 w||, shrank the pooler and SOP head by lr every step (to 40% of
+    # their norm in 200 steps at lr 1e-2). The official optimizer skips variables the loss does not reach.
+    class NoPairLabels(SyntheticBatches):
+        def __iter__(self):  # noqa: ANN204
+            for batch in super().__iter__():
+                yield {**batch, "sentence_order_label": torch.full_like(batch["sentence_order_label"], -100)}
+
+    mc = model_config()
+    for optimizer in ("lamb", "adamw"):
+        cfg = train_config(max_steps=4, lr=1e-2, optimizer=optimizer)
+
+        def source(stop: int | None = None) -> Interrupted:
+            return Interrupted(NoPairLabels(vocab_size=V, seq_len=T, batch_size=4), stop)
+
+        full = pretrain(mc, cfg, None, tmp_path / optimizer, batches=source())
+        torch.manual_seed(0)  # the run's initial weights (TrainConfig.seed 0)
+        before = litebert.AlbertForPretraining(mc).state_dict()
+        after = litebert.load(full.model_dir).state_dict()
+        for name in ("albert.pooler.weight", "albert.pooler.bias", "sop_head.weight", "sop_head.bias"):
+            assert torch.equal(after[name], before[name]), (optimizer, name)
+        assert not torch.equal(after["mlm_head.dense.weight"], before["mlm_head.dense.weight"])
+        # their optimizer state stays empty, which a resume must accept (it refused "missing optimizer state")
+        with pytest.raises(KeyboardInterrupt):
+            pretrain(mc, cfg, None, tmp_path / f"{optimizer}-cut", batches=source(stop=3))
+        resumed = pretrain(mc, cfg, None, tmp_path / f"{optimizer}-cut", batches=source(), resume=True)
+        assert resumed.start_step == 2 and resumed.losses == full.losses[2:]
+
+
 def test_bf16_autocast_trains_on_cpu(tmp_path: Path) -> None:
     summary = run(tmp_path / "bf16", precision="bf16", max_steps=4, lr=3e-3)
     assert all(torch.isfinite(torch.tensor(summary.losses)))

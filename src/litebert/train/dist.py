@@ -172,7 +172,9 @@ def optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[
 def load_optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
-    opts = StateDictOptions(full_state_dict=True, broadcast_from_rank0=False)
+    # Not strict: a parameter no step has updated yet has no saved state (the pair head while no batch had a pair
+    # label), and the checkpoint's model config was checked equal to this run's, so nothing else can be missing.
+    opts = StateDictOptions(full_state_dict=True, broadcast_from_rank0=False, strict=False)
     set_optimizer_state_dict(unwrap(model), optimizer, state, options=opts)
 
 

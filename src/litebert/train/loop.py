@@ -253,6 +253,8 @@ def _optimizer_step(tr: _Trainer, it: Iterator, step: int) -> dict[str, float]:
     if hasattr(grad_norm, "full_tensor"):  # FSDP: a sharded norm
         grad_norm = grad_norm.full_tensor()
     totals = dist.all_reduce_sum(totals, env)
+    if not totals[4]:  # no pair label in the whole step (objective "none"), on any rank
+        _drop_pair_head_grads(dist.unwrap(tr.model))
     loss_value, norm = float(totals[0]) / env.world_size, float(grad_norm)
     if math.isfinite(loss_value):
         if tr.scaler is not None:  # fp16: the scaler skips a step whose gradients overflowed, and lowers its scale
@@ -262,6 +264,19 @@ def _optimizer_step(tr: _Trainer, it: Iterator, step: int) -> dict[str, float]:
             tr.optimizer.step()
     tr.optimizer.zero_grad(set_to_none=True)
     return _step_record(totals, loss_value, lr, norm)
+
+
+def _drop_pair_head_grads(model: nn.Module) -> None:
+    """Leave the pooler and the pair head out of a step without pair labels, as the official optimizer leaves a
+    variable the loss does not reach (TensorFlow gives it no gradient, and lamb_optimizer.py skips it).
+
+    sop_loss keeps them in the graph with zero gradients (for DDP's buckets). Stepped, LAMB would still apply its
+    weight decay, which the trust ratio ||w|| / ||0.01 w|| scales up to lr * w: the pooler would shrink by the
+    learning rate every step (to about 1e-4 of its size over the default run's schedule).
+    """
+    for module in (model.albert.pooler, model.sop_head):
+        for p in module.parameters():
+            p.grad = None
 
 
 def _non_finite(stats: dict[str, float], scaled: bool) -> str:
