@@ -287,6 +287,16 @@ def test_masked_positions_and_pair_labels_that_do_not_fit_the_batch_are_named():
         with pytest.raises(ValueError, match=r"sentence_order_label of shape .* must be \(batch,\) = \(2,\)"):
             model(ids, sentence_order_label=sop)
     assert model(ids, masked_positions=torch.tensor([[0, 9], [3, 3]]), masked_labels=labels).loss is not None
+    # -1 (another codebase's "ignore") was clamped to id 0 and trained; 97 and a pair label 2 were bare IndexErrors
+    for bad, message in ((-1, r"masked_labels hold -1, outside \[0, 97\)"), (97, r"masked_labels hold 97, outside")):
+        with pytest.raises(ValueError, match=message):
+            model(
+                ids, masked_positions=torch.tensor([[0, 9], [3, 3]]), masked_labels=torch.tensor([[5, -100], [bad, 6]])
+            )
+    for bad in (2, -1):
+        with pytest.raises(ValueError, match=rf"sentence_order_label hold {bad}, outside \[0, 2\)"):
+            model(ids, sentence_order_label=torch.tensor([0, bad]))
+    assert model(ids, sentence_order_label=torch.tensor([1, -100])).loss is not None
 
 
 def test_config_from_dict_rejects_unknown_and_wrong_types():

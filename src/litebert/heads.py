@@ -79,10 +79,14 @@ def sop_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def check_targets(
-    input_ids: torch.Tensor, masked_positions: torch.Tensor | None, sentence_order_label: torch.Tensor | None
+    input_ids: torch.Tensor,
+    masked_positions: torch.Tensor | None,
+    masked_labels: torch.Tensor | None,
+    sentence_order_label: torch.Tensor | None,
+    vocab_size: int,
 ) -> None:
-    """A clear error for masked positions or pair labels that do not fit the batch (torch's gather and
-    cross-entropy name neither). Position ranges are checked on CPU only, as model.check_ids does."""
+    """A clear error for masked positions or labels that do not fit the batch (torch's gather and cross-entropy
+    name neither). Position and label ranges are checked on CPU only, as model.check_ids does."""
     if input_ids.dim() != 2:  # the embeddings name that
         return
     B, T = input_ids.shape
@@ -98,6 +102,17 @@ def check_targets(
                 )
     if sentence_order_label is not None and tuple(sentence_order_label.shape) != (B,):
         raise ValueError(f"sentence_order_label of shape {tuple(sentence_order_label.shape)} must be (batch,) = ({B},)")
+    # A label is IGNORE or a class: mlm_loss clamps targets at 0, so another negative label (-1, the "ignore" of
+    # some codebases) would silently train the slot towards id 0.
+    targets = (("masked_labels", masked_labels, vocab_size), ("sentence_order_label", sentence_order_label, 2))
+    for name, labels, size in targets:
+        if labels is None or labels.device.type != "cpu" or torch.compiler.is_compiling():
+            continue
+        bad = (labels != IGNORE) & ((labels < 0) | (labels >= size))
+        if bool(bad.any()):
+            raise ValueError(
+                f"{name} hold {int(labels[bad][0])}, outside [0, {size}) ({IGNORE} marks a slot to ignore)"
+            )
 
 
 class AlbertForPretraining(nn.Module):
@@ -121,7 +136,7 @@ class AlbertForPretraining(nn.Module):
         masked_labels: torch.Tensor | None = None,
         sentence_order_label: torch.Tensor | None = None,
     ) -> PretrainingOutput:
-        check_targets(input_ids, masked_positions, sentence_order_label)
+        check_targets(input_ids, masked_positions, masked_labels, sentence_order_label, self.config.vocab_size)
         hidden, pooled = self.albert(input_ids, attention_mask, token_type_ids)
         h = hidden
         if masked_positions is not None:
