@@ -297,6 +297,13 @@ def test_masked_positions_and_pair_labels_that_do_not_fit_the_batch_are_named():
         with pytest.raises(ValueError, match=rf"sentence_order_label hold {bad}, outside \[0, 2\)"):
             model(ids, sentence_order_label=torch.tensor([0, bad]))
     assert model(ids, sentence_order_label=torch.tensor([1, -100])).loss is not None
+    # int32 batches (numpy's usual int arrays): the embeddings and gather took them, cross-entropy did not
+    model.eval()  # no dropout: the two forwards must agree
+    ref = model(ids, masked_positions=torch.tensor([[0, 9], [3, 3]]), masked_labels=labels,
+                sentence_order_label=torch.tensor([1, 0]))  # fmt: skip
+    out = model(ids.int(), masked_positions=torch.tensor([[0, 9], [3, 3]]).int(), masked_labels=labels.int(),
+                sentence_order_label=torch.tensor([1, 0]).int())  # fmt: skip
+    assert torch.equal(out.loss, ref.loss)
 
 
 def test_config_from_dict_rejects_unknown_and_wrong_types():

@@ -59,7 +59,7 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     benchmarks/mlm_loss.py), since the chunks' memory is reused from step to step instead of page-faulted in again.
     """
     flat = logits.reshape(-1, logits.shape[-1])
-    targets = labels.reshape(-1).clamp(min=0)
+    targets = labels.reshape(-1).long().clamp(min=0)  # int32 labels too, as the embeddings take int32 ids
     rows = max(1, CE_CHUNK_BYTES // (4 * flat.shape[1]))
     if flat.shape[0] <= rows:
         ce = F.cross_entropy(flat.float(), targets, reduction="none")
@@ -75,7 +75,7 @@ def sop_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     valid = labels != IGNORE
     if not bool(valid.any()):
         return logits.sum() * 0.0  # keeps the graph (and DDP's gradient buckets) intact
-    return F.cross_entropy(logits.float(), labels, ignore_index=IGNORE)
+    return F.cross_entropy(logits.float(), labels.long(), ignore_index=IGNORE)
 
 
 def check_targets(
