@@ -118,6 +118,8 @@ class FinetuneConfig:
                 raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
         if not 0 < self.lr < math.inf:
             raise ValueError(f"FinetuneConfig.lr must be a positive finite number, got {self.lr!r}")
+        if not 0 <= self.seed < 2**63:  # numpy's default_rng (the batch order) takes no negative seed
+            raise ValueError(f"FinetuneConfig.seed must be an integer in [0, 2**63), got {self.seed}")
         if self.pooling not in POOLINGS:
             raise ValueError(f"FinetuneConfig.pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.pooling != "cls":  # "cls" is also what every other task's config holds (finetune.json)
