@@ -129,16 +129,26 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path: Path, monkeypatch
     assert "pip install 'litebert[plot]'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("marker", ["{bad", "[]", '{"step": 1, "files": []}', '{"files": {}, "metric": "low"}'])
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "{bad",
+        "[]",
+        '{"step": 1, "files": []}',
+        '{"files": {}, "metric": "low"}',
+        '{"step": 2, "metric": 2.0, "files": {}}',
+    ],
+)
 def test_a_damaged_marker_skips_its_checkpoint_with_a_warning_naming_it(tmp_path: Path, marker: str) -> None:
     old = _save(tmp_path, 1, metric=1.0, keep_last=5)
     newest = _save(tmp_path, 2, metric=2.0, keep_last=5)
+    good = (newest / "complete.json").read_text()
     (newest / "complete.json").write_text(marker)  # the newest: a resume takes the one before
     with pytest.raises(ValueError, match=r"step_00000002/complete.json: corrupt completion marker"):
         verify_checkpoint(newest)
     with pytest.warns(UserWarning, match=r"step_00000002/complete.json: corrupt completion marker"):
         assert latest_checkpoint(tmp_path) == old
-    (newest / "complete.json").write_text('{"step": 2, "metric": 2.0, "files": {}}')
+    (newest / "complete.json").write_text(good)
     (old / "complete.json").write_text(marker)  # an older one: the next save must not crash on it
     with pytest.warns(UserWarning, match=r"step_00000001/complete.json: corrupt completion marker"):
         saved = _save(tmp_path, 3, metric=3.0, keep_last=5)

@@ -106,6 +106,8 @@ def read_marker(path: str | Path) -> dict[str, Any]:
     ):
         raise ValueError(f"{marker_path}: corrupt completion marker (expected an object with an integer 'step', "
                          "a numeric or null 'metric' and 'files' mapping names to sha256 digests)")  # fmt: skip
+    if TRAINER_STATE not in files:  # every checkpoint has one: unlisted, its checksum would go unchecked
+        raise ValueError(f"{marker_path}: corrupt completion marker ('files' does not list {TRAINER_STATE})")
     return marker
 
 
