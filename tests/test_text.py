@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +82,17 @@ def test_fixture_sentences_are_real_text(shared_data):
 )
 def test_split_rules(text, expected):
     assert split_sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["가. 국가는 노력한다. 나. 국민은 협력한다.", "만나요. 부산에서도 만나요… 그럼 안녕.", "Café naïve. 좋다."],
+)
+def test_decomposed_hangul_splits_as_composed(text):
+    # NFD Hangul (as macOS writes it) splits as NFC does, and comes out composed; other text is left as written.
+    nfd = unicodedata.normalize("NFD", text)
+    expected = [s.replace("é", "e\u0301").replace("ï", "i\u0308") for s in split_sentences(text)]
+    assert split_sentences(nfd) == expected
 
 
 def test_read_formats_and_dirs(tmp_path):

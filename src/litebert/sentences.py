@@ -5,10 +5,14 @@ Korean endings and CJK punctuation), plus the repairs measured on the shared cor
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import sentencex
 
 _HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
+# A Hangul syllable written as conjoining jamo (NFD, as macOS writes file text): the rules below match syllables
+# ("가.", "다…"), so it is composed first; nothing else is normalised (the tokenizer's NFC does the rest).
+_JAMO_SYLLABLE = re.compile("[\u1100-\u1112][\u1161-\u1175][\u11a8-\u11c2]?")
 _TERMINAL = re.compile("[.!?。．｡！？…‼⁇⁈⁉][\"'”’)\\]」』]*$")
 # A bare list label: "1.", "(2)", "5.·6." (items joined by a middle dot or a range); and a Korean letter label
 # "가." ... "하." (the order of Korean statutes and bills), only as a whole segment: "어서 가." is a sentence.
@@ -49,14 +53,14 @@ def wrap_between_words(before: str, after: str) -> bool:
 
 
 def split_sentences(paragraph: str, language: str | None = None) -> list[str]:
-    """Split one paragraph into whitespace-normalised sentences.
+    """Split one paragraph into whitespace-normalised sentences (Hangul jamo composed into syllables).
 
     sentencex does the work; repairs follow for what it gets wrong on the shared corpora: sentences inside
     quoted speech are split (`_split_quoted`), and segments are merged back where they do not start a sentence
     (`_continues`: "'Tis the whale! cried Ahab.", '그는 "안녕."라고 말했다.', "2010. 11. 12.", "정의화․이명수"),
     and a segment opening with a list marker ("○ ...", "(1) ...") is segmented again after it (`_segment`).
     """
-    text = " ".join(paragraph.split())
+    text = _JAMO_SYLLABLE.sub(lambda m: unicodedata.normalize("NFC", m.group()), " ".join(paragraph.split()))
     if not text:
         return []
     lang = language or ("ko" if _HANGUL.search(text) else "en")
