@@ -211,11 +211,17 @@ def test_word_start_mask(tok):
     mask = tok.word_start_mask
     assert mask.dtype == np.bool_ and mask.shape == (tok.vocab_size,)
     official = {i for i, p in enumerate(tok.pieces) if p.startswith(("▁", "<")) or p in '!"#$%&()*+,-./:;?@[\\]^_`{|}~'}
-    assert official <= set(np.flatnonzero(mask)) and mask[[0, 1, 2, 3, 4]].all()
+    assert official - {tok.unk_id} <= set(np.flatnonzero(mask)) and mask[[0, 2, 3, 4]].all()
     assert mask[tok.piece_to_id("▁the")] and mask[tok.piece_to_id(",")] and not mask[tok.piece_to_id("ing")]
     ids = tok.encode("The whaling voyages, unconditionally.")
     starts = [tok.id_to_piece(i) for i in ids if mask[i]]
     assert starts[0] == "▁the" and "," in starts and "." in starts
+    # "<unk>" (a syllable the vocabulary lacks) stays inside its eojeol: one word per space-separated word, so
+    # whole-word masking never masks part of "서울에서" or a lone "▁" before the unknown syllable.
+    text = "뷁뷁에서 똠방각하 서뷁에서 먹었다"
+    ids = tok.encode(text)
+    assert tok.unk_id in ids and not mask[tok.unk_id]
+    assert sum(mask[ids]) == len(text.split())
 
 
 def test_offsets_point_into_the_original_text(tok, corpus_lines):

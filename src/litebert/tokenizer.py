@@ -106,12 +106,15 @@ class Tokenizer:
         outside a-z (digits, Hangul, any non-Latin script), so it masks such text piece by piece; here a
         space-separated word (a Korean eojeol with its particles, a number) is masked whole, as an English word
         is, up to punctuation inside it: "체포·구속" is the words "체포" and "·구속", as "well-known" is "well" and
-        "-known"; a lone "▁" before punctuation is a word of its own, as in the official rule."""
+        "-known"; a lone "▁" before punctuation is a word of its own, as in the official rule. "<unk>" stands for
+        characters of the word it is in (a rare syllable: "▁" "서" "<unk>" "에서" is "서울에서"), so it starts no
+        word: the official rule's "<" would cut the eojeol in two and mask a lone "▁"."""
         mask = np.zeros(self.vocab_size, dtype=bool)
         for i, piece in enumerate(self.pieces):
             mask[i] = (
                 piece.startswith("▁") or i in self.special_ids or all(unicodedata.category(c)[0] in "PS" for c in piece)
             )
+        mask[self.unk_id] = False
         return mask
 
     @cached_property

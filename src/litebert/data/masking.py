@@ -3,9 +3,9 @@
 The rules follow PAPER.md §3 and google-research/albert create_pretraining_data.py:
 
 * candidates are whole words: a piece starts a word when the tokenizer's word-start mask says so ("▁" prefix,
-  punctuation, special symbol, as PAPER.md §3 defines it; unlike the official _is_start_piece, a piece with
-  digits or non-Latin letters does not start a word by itself, so a Korean word is masked whole); [CLS]/[SEP]
-  are never candidates;
+  punctuation, special symbol other than <unk>, as PAPER.md §3 defines it; unlike the official _is_start_piece,
+  a piece with digits or non-Latin letters or <unk> does not start a word by itself, so a Korean word is masked
+  whole); [CLS]/[SEP] are never candidates;
 * budget ``num_to_predict = min(max_predictions, max(1, round(len(tokens) * prob)))`` (none at all when prob
   is 0, as the official early return);
 * span lengths n in 1..max_ngram words with p(n) ∝ 1/n (favor_shorter_ngram), drawn for every word start,
