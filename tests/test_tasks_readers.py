@@ -35,6 +35,13 @@ def test_real_rotten_tomatoes_csv_bz2(shared_data):
     assert counts == {"fresh": 7403, "rotten": 5405, "plot": 1097}  # the README's figures
 
 
+def test_korean_labels_typed_decomposed_are_one_class(tmp_path):
+    # The same class name in NFC and in NFD (as macOS writes it) is one class, not two that look alike.
+    path = tmp_path / "ko.tsv"
+    path.write_text("sentence\tlabel\n좋다\t긍정\n멋지다\t\u1100\u1173\u11bc\u110c\u1165\u11bc\n싫다\t부정\n")
+    assert [r.label for r in read_labeled_table(path, ("sentence",), "label")] == ["긍정", "긍정", "부정"]
+
+
 def test_missing_column_and_bad_number_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"sst2.tsv: missing column\(s\) \['text'\]; the header has"):
         read_labeled_table(FIXTURES / "sst2.tsv", ("text",), "label")

@@ -9,6 +9,7 @@ file, line and label rather than a silently wrong index.
 from __future__ import annotations
 
 import math
+import unicodedata
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +58,7 @@ def read_labeled_table(
             elif not raw:
                 raise ValueError(f"{path}: line {line}: empty label in column {label_column!r}")
             else:
-                label = raw
+                label = unicodedata.normalize("NFC", raw)  # "긍정" typed or saved decomposed (NFD) is one class
         out.append(TextExample(texts=tuple(row[c] for c in text_columns), label=label, line=line))
     if not out:
         raise ValueError(f"{path}: no examples")
