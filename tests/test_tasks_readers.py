@@ -42,6 +42,16 @@ def test_korean_labels_typed_decomposed_are_one_class(tmp_path):
     assert [r.label for r in read_labeled_table(path, ("sentence",), "label")] == ["긍정", "긍정", "부정"]
 
 
+def test_a_korean_table_in_cp949_says_so(tmp_path):
+    path = tmp_path / "ko.tsv"
+    path.write_bytes("sentence\tlabel\n좋은 영화\t긍정\n".encode("cp949"))
+    with pytest.raises(ValueError, match=r"ko.tsv: line 2: not UTF-8 .*EUC-KR/CP949, convert it with iconv"):
+        read_labeled_table(path, ("sentence",), "label")
+    path.write_bytes(b"sentence\tlabel\ncaf\xe9 ok\t1\n")  # Latin-1: no such hint
+    with pytest.raises(ValueError, match=r"ko.tsv: line 2: not UTF-8 \(byte 4 of the line\)$"):
+        read_labeled_table(path, ("sentence",), "label")
+
+
 def test_missing_column_and_bad_number_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"sst2.tsv: missing column\(s\) \['text'\]; the header has"):
         read_labeled_table(FIXTURES / "sst2.tsv", ("text",), "label")

@@ -35,15 +35,15 @@ def not_text(path: Path) -> str | None:
     bad = head[:-4].decode("utf-8", errors="replace").count("\ufffd")
     mostly_bad = bad > len(head) // 10
     if head.count(b"\x00") > len(head) // 100 or (len(head) > 64 and mostly_bad):
-        if b"\x00" not in head and _cp949_korean(head, strict=False):
+        if b"\x00" not in head and cp949_korean(head, strict=False):
             return _CP949
         return "looks like a binary file (many NUL bytes or mostly invalid UTF-8)"
-    if mostly_bad and _cp949_korean(head, strict=True):  # a short file: only when all it says is Korean
+    if mostly_bad and cp949_korean(head, strict=True):  # a short file: only when all it says is Korean
         return _CP949
     return None
 
 
-def _cp949_korean(head: bytes, *, strict: bool) -> bool:
+def cp949_korean(head: bytes, *, strict: bool) -> bool:
     """Whether `head` reads as Korean in CP949, as files saved by older Windows tools are (it may end inside a
     2-byte character). `strict`, for a few bytes where a Latin-1 "Äp" also reads as a syllable: every character
     beyond ASCII is a Hangul syllable, and there are at least two."""
