@@ -56,6 +56,8 @@ def test_fixture_sentences_are_real_text(shared_data):
         ("1.ㆍ2. (현행과 같음)", ["1.ㆍ2. (현행과 같음)"]),
         ("가. 국가는 노력한다. 나. 국민은 협력한다.", ["가. 국가는 노력한다.", "나. 국민은 협력한다."]),
         ("어서 가. 늦었어.", ["어서 가.", "늦었어."]),
+        ("신제품을 냈다. iPhone 16이 나왔다. ha! ha!", ["신제품을 냈다.", "iPhone 16이 나왔다.", "ha! ha!"]),
+        ("좋아요. eBay에서 샀어요.", ["좋아요.", "eBay에서 샀어요."]),
         ("今日は晴れです。明日は雨！", ["今日は晴れです。", "明日は雨！"]),
         # sentencex leaves a segment opening with a list marker whole (the Korean bills' ○ and (1) bullets)
         ("○ 방한했다. 협력이 발전했다.", ["○ 방한했다.", "협력이 발전했다."]),

@@ -143,8 +143,10 @@ def _continues(prev: str, seg: str) -> bool:
     """True when `seg` does not start a new sentence after `prev` (repairs measured on the shared corpora)."""
     first = seg.lstrip()[:1]
     tail = prev.rstrip()
+    # Lower case goes on an English sentence ("Ha! ha!"), not a Korean one: "냈다. iPhone 16이 나왔다." is two.
+    before_end = tail.rstrip(_CLOSERS + ".!?。．｡！？…‼⁇⁈⁉")[-1:]
     if (
-        first.islower()
+        (first.islower() and not _HANGUL.match(before_end))
         or not _TERMINAL.search(tail)
         or _LABEL.fullmatch(tail.rsplit(None, 1)[-1])
         or _KO_LABEL.fullmatch(tail.strip())
