@@ -16,7 +16,7 @@ _JAMO_SYLLABLE = re.compile("[\u1100-\u1112][\u1161-\u1175][\u11a8-\u11c2]?")
 _TERMINAL = re.compile("[.!?。．｡！？…‼⁇⁈⁉][\"'”’)\\]」』]*$")
 # A bare list label: "1.", "(2)", "5.·6." (items joined by a middle dot or a range); and a Korean letter label
 # "가." ... "하." (the order of Korean statutes and bills), only as a whole segment: "어서 가." is a sentence.
-_LABEL = re.compile(r"\(?\d{1,3}[.)](?:[·⋅ㆍ・∼~-]\(?\d{1,3}[.)])*")
+_LABEL = re.compile(r"\(?(?:\d{1,3}|[Ⅰ-Ⅻⅰ-ⅻ])[.)](?:[·⋅ㆍ・∼~-]\(?\d{1,3}[.)])*")  # and "Ⅱ." (Korean headings)
 _KO_LABEL = re.compile(r"[가나다라마바사아자차카타파하]\.")
 _CLOSERS = "\"'”’»)]}」』"
 # List markers opening a segment ("○", "□", "※", "-", "(1)", "(가)", "1)"): sentencex leaves a segment that
