@@ -364,7 +364,10 @@ def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_pat
         with pytest.raises(ValueError, match="a special token or SentencePiece's word marker"):
             add_words(tokenizer_dir, [word], tmp_path / "tok5")
     bad.write_bytes(b"\xffoops\n")
-    with pytest.raises(ValueError, match="bad.txt: not UTF-8 text"):
+    with pytest.raises(ValueError, match=r"bad.txt: not UTF-8 text \(byte 0: invalid start byte\)$"):
+        add_words(tokenizer_dir, bad, tmp_path / "tok6")
+    bad.write_bytes("새단어\n한글\n".encode("cp949"))  # Korean words saved by an older Windows tool
+    with pytest.raises(ValueError, match="bad.txt: not UTF-8 text .*EUC-KR/CP949, convert it with iconv"):
         add_words(tokenizer_dir, bad, tmp_path / "tok6")
     bad.write_text("# only a comment\n\n")
     with pytest.raises(ValueError, match="bad.txt: no words to add"):
