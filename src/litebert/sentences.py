@@ -29,6 +29,7 @@ _KO_LETTERS = "가나다라마바사아자차카타파하"
 _TRAILING_KO_LABEL = re.compile(f"\\s([{_KO_LETTERS}]\\.)\\s*$")  # "... 학교 다." where "다." opens the next item
 # A boundary sentencex leaves inside quoted speech: [.!?], closing quotes, space, then a capital (English).
 _INNER_BOUNDARY = re.compile("(?<=[.!?])[\"'”’)\\]]*\\s+(?=[\"'“‘(\\[]*[A-Z])")
+_OPENED_WORD = re.compile("[\"'“‘(\\[]")
 _ABBREVIATION_WORDS = (
     "mr mrs ms dr st jr sr prof gen col capt lt sgt gov sen rep rev hon messrs mt ft vs etc no nos vol "
     "fig jan feb mar apr jun jul aug sep sept oct nov dec co corp inc ltd bros dept ave approx"
@@ -128,7 +129,8 @@ def _split_quoted(seg: str) -> list[str]:
     parts, start = [], 0
     for m in _INNER_BOUNDARY.finditer(seg):
         head = seg[start : m.start()]
-        word = head.rsplit(None, 1)[-1].lstrip("\"'“‘([") if head.strip() else ""
+        # the word after any opening quote or bracket, glued on in Korean: "박사(Dr." ends "Dr."
+        word = _OPENED_WORD.split(head.rsplit(None, 1)[-1])[-1] if head.strip() else ""
         core = word.rstrip(".!?")
         is_abbrev = core.lower() in _ABBREVIATIONS or re.fullmatch(r"[A-Z]|(?:[A-Za-z]\.)+[A-Za-z]", core)
         if word.endswith(".") and (is_abbrev or _KO_LABEL.fullmatch(word)):  # "가. UAE측": an item label
