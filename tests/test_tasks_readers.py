@@ -52,6 +52,18 @@ def test_a_korean_table_in_cp949_says_so(tmp_path):
         read_labeled_table(path, ("sentence",), "label")
 
 
+def test_missing_text_column_of_an_unlabelled_file_names_only_text_columns():
+    # predict reads no label column and has no --label-column flag: its hint must not send the user to one
+    with pytest.raises(ValueError, match=r"\['text'\]; .*\(--text-columns names the columns to read\)") as err:
+        read_labeled_table(FIXTURES / "sst2.tsv", ("text",), None)
+    assert "--label-column" not in str(err.value)
+    with pytest.raises(ValueError, match=r"--text-columns and --label-column name the columns"):
+        read_labeled_table(FIXTURES / "sst2.tsv", ("text",), "label")
+    with pytest.raises(ValueError, match=r"--text-columns names the columns") as err:
+        read_scored_pairs(FIXTURES / "sts.tsv", ("a", "b"), None)
+    assert "--label-column" not in str(err.value)
+
+
 def test_missing_column_and_bad_number_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"sst2.tsv: missing column\(s\) \['text'\]; the header has"):
         read_labeled_table(FIXTURES / "sst2.tsv", ("text",), "label")

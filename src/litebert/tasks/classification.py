@@ -43,7 +43,8 @@ def read_labeled_table(
     if not 1 <= len(text_columns) <= 2:
         raise ValueError(f"text_columns must name one or two columns, got {list(text_columns)}")
     out = []
-    for line, row in read_table(path, [*text_columns, *([label_column] if label_column else [])]):
+    columns = [*text_columns, *([label_column] if label_column else [])]
+    for line, row in read_table(path, columns, labelled=label_column is not None):
         label: str | float | None = None
         if label_column:
             raw = row[label_column].strip()

@@ -153,8 +153,11 @@ def table_delimiter(path: str | Path) -> str:
     return "\t" if "\t" in first else ","
 
 
-def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield (line number, row) from a CSV/TSV, checking that every named column exists.
+def read_table(
+    path: str | Path, columns: Sequence[str], *, labelled: bool = True
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield (line number, row) from a CSV/TSV, checking that every named column exists. `labelled=False`: the
+    columns are text alone (a file to predict on), so a missing one's hint names --text-columns only.
 
     Columns are header names; when all are 0-based positions ("3", "1") that the first row does not name,
     the file has no header row (GLUE's CoLA) and every row is data, keyed by those positions.
@@ -178,7 +181,8 @@ def read_table(path: str | Path, columns: Sequence[str]) -> Iterator[tuple[int, 
             header, rows = first, records
             missing = [c for c in columns if c not in header]
             if missing:
-                raise ValueError(f"{path}: missing column(s) {missing}; " + _header_problem(header, delimiter))
+                hint = _header_problem(header, delimiter, labelled)
+                raise ValueError(f"{path}: missing column(s) {missing}; " + hint)
             twice = sorted({c for c in columns if header.count(c) > 1})  # a row's dict would keep the last alone
             if twice:
                 raise ValueError(f"{path}: column(s) {twice} named more than once in the header, so which one to "
@@ -216,7 +220,7 @@ def _closed_records(reader: Any, path: str | Path) -> Iterator[list[str]]:
         yield row
 
 
-def _header_problem(header: list[str], delimiter: str) -> str:
+def _header_problem(header: list[str], delimiter: str, labelled: bool) -> str:
     """What the first row holds, cut short, and a hint when the file is JSON (a SQuAD or RACE file)."""
     if header and header[0].lstrip().startswith(("{", "[")):
         start = preview(delimiter.join(header), 80)
@@ -224,7 +228,8 @@ def _header_problem(header: list[str], delimiter: str) -> str:
             f"the file looks like JSON, not a CSV/TSV table (it starts {start!r}); SQuAD and RACE JSON files "
             "are read by the squad and multiple-choice tasks"
         )
-    return f"the header has {preview(repr(header))} (--text-columns and --label-column name the columns to read)"
+    flags = "--text-columns and --label-column name" if labelled else "--text-columns names"
+    return f"the header has {preview(repr(header))} ({flags} the columns to read)"
 
 
 def pack_pair(

@@ -39,7 +39,8 @@ def read_scored_pairs(
     if len(text_columns) != 2:
         raise ValueError(f"similarity needs exactly two text columns, got {list(text_columns)}")
     out = []
-    for line, row in read_table(path, [*text_columns, *([score_column] if score_column else [])]):
+    columns = [*text_columns, *([score_column] if score_column else [])]
+    for line, row in read_table(path, columns, labelled=score_column is not None):
         score: float | str | None = row[score_column].strip() if score_column else None
         if score is not None and numeric:
             try:
