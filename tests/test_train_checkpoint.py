@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,17 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path: Path, monkeypatch
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     assert main(["plot", str(tmp_path)]) == 2
     assert "pip install 'litebert[plot]'" in capsys.readouterr().err
+
+
+def test_a_damaged_checkpoint_is_warned_of_once_per_process(tmp_path: Path) -> None:
+    # a resume finds the latest checkpoint, then prunes at its next save: the CLI printed the same warning each time
+    old = _save(tmp_path, 1, metric=1.0, keep_last=5)
+    (_save(tmp_path, 2, metric=2.0, keep_last=5) / "complete.json").write_text("{bad")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert latest_checkpoint(tmp_path) == old
+        _save(tmp_path, 3, metric=3.0, keep_last=5)
+    assert [str(w.message).count("step_00000002/complete.json") for w in caught] == [1]
 
 
 @pytest.mark.parametrize(

@@ -138,10 +138,22 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
         try:
             verify_checkpoint(path)
         except ValueError as exc:
-            warnings.warn(f"skipping checkpoint: {exc}", stacklevel=2)
+            _warn_skipped(exc)
             continue
         return path
     return None
+
+
+_SKIPPED: set[str] = set()  # what _warn_skipped has said in this process
+
+
+def _warn_skipped(exc: ValueError) -> None:
+    """Warn of a skipped checkpoint once per process: a resume looks for checkpoints from several places (finding
+    the latest, then pruning at each save), and the same damaged one was reported at each."""
+    message = f"skipping checkpoint: {exc}"
+    if message not in _SKIPPED:
+        _SKIPPED.add(message)
+        warnings.warn(message, stacklevel=3)
 
 
 def _readable_markers(run_dir: str | Path) -> dict[Path, dict[str, Any]]:
@@ -154,7 +166,7 @@ def _readable_markers(run_dir: str | Path) -> dict[Path, dict[str, Any]]:
         try:
             markers[path] = read_marker(path)
         except ValueError as exc:
-            warnings.warn(f"skipping checkpoint: {exc}", stacklevel=3)
+            _warn_skipped(exc)
     return markers
 
 
