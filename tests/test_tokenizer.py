@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import unicodedata
 
 import numpy as np
@@ -20,7 +21,7 @@ from litebert.cli import main
 from litebert.text import ReadConfig, read_documents
 from litebert.tokenizer import Normalizer, Tokenizer
 from litebert.tokenizer_train import TrainConfig, train_tokenizer
-from litebert.vocab import add_words, resize_model_vocab, write_hf_files
+from litebert.vocab import add_words, read_words, resize_model_vocab, write_hf_files
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
@@ -323,6 +324,21 @@ def test_a_corpus_of_invisible_characters_is_an_empty_corpus(tmp_path):
 def _spans(tok: Tokenizer, ids: list[int]) -> list[tuple[int, int]]:
     ends = list(itertools.accumulate(len(tok.id_to_piece(i)) for i in ids))
     return list(zip([0, *ends][:-1], ends, strict=True))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_words_file_may_be_a_pipe(tmp_path):
+    # `litebert tokenizer add-words tok/ <(grep ...)` said "no such words file: /dev/fd/63"
+    fifo = tmp_path / "words"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=("harpooneerz\n",), daemon=True)
+    writer.start()
+    try:
+        assert [word for _, word in read_words(fifo)] == ["harpooneerz"]
+    finally:
+        writer.join(timeout=5)
+    with pytest.raises(FileNotFoundError, match="no such words file"):
+        read_words(tmp_path / "missing.txt")
 
 
 def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_path, corpus_lines):

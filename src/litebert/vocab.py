@@ -105,7 +105,7 @@ def read_words(path: str | Path) -> list[tuple[str, str]]:
     """(where, word) for each word of a words file, one per line (blank lines and # comments left out); `where`
     is "file:line" for error messages."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():  # not is_file(): a pipe, as bash's <(...) gives, is read like a file
         raise FileNotFoundError(f"no such words file: {path}")
     words = []
     try:
