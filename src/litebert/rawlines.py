@@ -43,6 +43,13 @@ def not_text(path: Path) -> str | None:
     return None
 
 
+def cp949_hint(data: bytes) -> str:
+    """The clause a not-UTF-8 error adds when `data` (a line, a file's start) reads as Korean in CP949, else ""."""
+    return (
+        ": it reads as EUC-KR/CP949, convert it with iconv -f CP949 -t UTF-8" if cp949_korean(data, strict=True) else ""
+    )
+
+
 def cp949_korean(head: bytes, *, strict: bool) -> bool:
     """Whether `head` reads as Korean in CP949, as files saved by older Windows tools are (it may end inside a
     2-byte character). `strict`, for a few bytes where a Latin-1 "Äp" also reads as a syllable: every character

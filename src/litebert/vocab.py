@@ -23,7 +23,7 @@ from tokenizers.models import Unigram
 
 from litebert.config import read_json
 from litebert.normalize import COMPAT_JAMO, JAMO_STAND_IN, char_class, combining_marks, invisible_chars
-from litebert.rawlines import cp949_korean
+from litebert.rawlines import cp949_hint
 from litebert.tokenizer import DIGIT_COMMA, MODEL_FILE, SETTINGS_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
 from litebert.tokenizer_train import check_tokenizer_out
 
@@ -108,12 +108,11 @@ def read_words(path: str | Path) -> list[tuple[str, str]]:
     if not path.exists():  # not is_file(): a pipe, as bash's <(...) gives, is read like a file
         raise FileNotFoundError(f"no such words file: {path}")
     words = []
+    data = path.read_bytes()  # read once: a pipe cannot be read again for the error's hint
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the first word
+        text = data.decode("utf-8-sig")  # a byte-order mark is not part of the first word
     except UnicodeDecodeError as exc:
-        korean = cp949_korean(path.read_bytes()[:8192], strict=True)
-        hint = ": it reads as EUC-KR/CP949, convert it with iconv -f CP949 -t UTF-8" if korean else ""
-        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}){hint}") from None
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}){cp949_hint(data[:8192])}") from None
     for n, line in enumerate(text.splitlines(), 1):
         word = line.strip()
         if not word or word.startswith("#"):

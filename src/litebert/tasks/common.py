@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from litebert.files import READ_ERRORS, format_suffix, open_bytes
-from litebert.rawlines import cp949_korean
+from litebert.rawlines import cp949_hint
 from litebert.tokenizer import truncate_pair
 
 
@@ -96,8 +96,7 @@ class _Utf8Text:
                     try:
                         line.decode("utf-8")
                     except UnicodeDecodeError as exc:
-                        hint = ": it reads as EUC-KR/CP949, convert it with iconv -f CP949 -t UTF-8"
-                        hint = hint if cp949_korean(line, strict=True) else ""
+                        hint = cp949_hint(line)
                         return ValueError(f"{self.path}: line {n}: not UTF-8 (byte {exc.start + 1} of the line){hint}")
         except READ_ERRORS as exc:  # garbage decompressed from a corrupt file, then the end of what can be read
             return ValueError(f"{self.path}: cannot read to its end: {exc}")
