@@ -16,6 +16,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from litebert.config import ModelConfig
+from litebert.fused import FusedDense, padded_rows
 
 
 def activation(name: str, x: torch.Tensor) -> torch.Tensor:
@@ -128,15 +129,23 @@ class Embeddings(nn.Module):
         self.dropout = Dropout(config.hidden_dropout)
         self.projection = nn.Linear(E, config.hidden_size) if config.has_projection else None
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor,
+        unpad: Unpadded | None = None,
+        fused: FusedDense | None = None,
+    ) -> torch.Tensor:
         check_ids(input_ids, token_type_ids, self.config)
         T = input_ids.shape[1]
         positions = torch.arange(T, device=input_ids.device)
         x = self.word_embeddings(input_ids) + self.position_embeddings(positions)
         x = x + self.token_type_embeddings(token_type_ids)  # (B, T, E)
         x = self.dropout(self.norm(x))
+        if unpad is not None:
+            x = unpad.unpad(x)  # (N, E): the projection skips padding too
         if self.projection is not None:
-            x = self.projection(x)  # (B, T, H)
+            x = fused(self.projection, x) if fused else self.projection(x)  # (B, T, H) or (N, H)
         return x
 
 
@@ -145,17 +154,23 @@ class Unpadded:
 
     Linear layers, LayerNorms and the FFN see only the N real tokens (N, C); attention scatters them back to
     the (B, T) grid it needs. Padded positions come back as zeros: they carry no meaning in any model.
+    With `rows` > N the unpadded tensors carry that many rows, the extra ones copies of the first real token
+    that `pad` leaves out (fused.padded_rows: so that oneDNN sees shapes it has seen before).
     """
 
-    def __init__(self, attention_mask: torch.Tensor):
+    def __init__(self, attention_mask: torch.Tensor, rows: int | None = None):
         self.batch, self.length = attention_mask.shape
         self.index = attention_mask.reshape(-1).nonzero().squeeze(1)  # (N,) flat positions of real tokens
+        self.gather = self.index
+        if rows is not None and rows > len(self.index) > 0:
+            self.gather = F.pad(self.index, (0, rows - len(self.index)), value=int(self.index[0]))  # (rows,)
 
     def unpad(self, x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(self.batch * self.length, -1).index_select(0, self.index)  # (N, C)
+        return x.reshape(self.batch * self.length, -1).index_select(0, self.gather)  # (N, C)
 
     def pad(self, x: torch.Tensor) -> torch.Tensor:
         full = x.new_zeros(self.batch * self.length, x.shape[-1])
+        x = x[: len(self.index)]
         return full.index_copy(0, self.index, x).view(self.batch, self.length, -1)  # (B, T, C)
 
 
@@ -211,8 +226,14 @@ class Attention(nn.Module):
         self.attention_dropout = config.attention_dropout
         self.dropout = Dropout(config.hidden_dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, unpad: Unpadded | None = None) -> torch.Tensor:
-        qkv = self.qkv(x)  # (B, T, 3H), or (N, 3H) when unpadded
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        unpad: Unpadded | None = None,
+        fused: FusedDense | None = None,
+    ) -> torch.Tensor:
+        qkv = fused(self.qkv, x) if fused else self.qkv(x)  # (B, T, 3H), or (N, 3H) when unpadded
         if unpad is not None:
             qkv = unpad.pad(qkv)  # attention itself needs the (B, T) grid
         B, T, H3 = qkv.shape
@@ -223,6 +244,8 @@ class Attention(nn.Module):
         y = y.transpose(1, 2).reshape(B, T, H)
         if unpad is not None:
             y = unpad.unpad(y)  # (N, H)
+        if fused:
+            return self.norm(fused(self.out, y, residual=x))
         return self.norm(x + self.dropout(self.out(y)))
 
 
@@ -237,7 +260,9 @@ class FeedForward(nn.Module):
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, fused: FusedDense | None = None) -> torch.Tensor:
+        if fused:
+            return self.norm(fused(self.down, fused(self.up, x, act=self.act), residual=x))
         return self.norm(x + self.dropout(self.down(activation(self.act, self.up(x)))))
 
 
@@ -279,11 +304,19 @@ class Encoder(nn.Module):
         return self.ffns[f](self.attentions[a](x, mask, unpad))
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None, unpad: Unpadded | None = None, *, return_all: bool = False
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        unpad: Unpadded | None = None,
+        fused: FusedDense | None = None,
+        *,
+        return_all: bool = False,
     ) -> torch.Tensor | list[torch.Tensor]:
         states = [x]
         for a, f in self.schedule:
-            if self.gradient_checkpointing and self.training:
+            if fused:
+                x = self.ffns[f](self.attentions[a](x, mask, unpad, fused), fused)
+            elif self.gradient_checkpointing and self.training:
                 x = checkpoint(self._block, x, mask, unpad, a, f, use_reentrant=False)
             else:
                 x = self._block(x, mask, unpad, a, f)
@@ -314,10 +347,12 @@ class Albert(nn.Module):
         for name, t in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids)):
             if t is not None and t.shape != input_ids.shape:
                 raise ValueError(f"{name} of shape {tuple(t.shape)} must match input_ids' {tuple(input_ids.shape)}")
-        x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
+        # Inference on CPU runs each dense layer as one oneDNN call (fused.py); training runs eager torch.
+        fused = FusedDense.for_forward(self.embeddings.word_embeddings.weight, self.training)
         padding = None  # (B, T, 1) True at padded positions that were computed (a padded position 0)
         if attention_mask is None or bool(attention_mask.all()):
-            x = self.encoder(x, None)  # (B, T, H)
+            x = self.embeddings(input_ids, token_type_ids, fused=fused)  # (B, T, H)
+            x = self.encoder(x, None, fused=fused)  # (B, T, H)
         else:
             # Padding: run the dense layers on real tokens only (often half the work on real sentences).
             real = attention_mask.bool()
@@ -325,8 +360,10 @@ class Albert(nn.Module):
             # query only that no real token attends to, so the pooled output is the one a padded model gives
             # (rows without any real token stay zeros).
             pad0 = ~real[:, 0] & real.any(1)  # (B,)
-            unpad = Unpadded(real | F.pad(pad0[:, None], (0, real.shape[1] - 1)))
-            x = unpad.pad(self.encoder(unpad.unpad(x), real[:, None, None, :], unpad))  # (B, T, H)
+            computed = real | F.pad(pad0[:, None], (0, real.shape[1] - 1))
+            unpad = Unpadded(computed, rows=padded_rows(int(computed.sum())) if fused else None)
+            x = self.embeddings(input_ids, token_type_ids, unpad, fused)  # (N, H)
+            x = unpad.pad(self.encoder(x, real[:, None, None, :], unpad, fused))  # (B, T, H)
             if bool(pad0.any()):
                 padding = ~real[..., None]
         pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, H)
