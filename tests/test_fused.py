@@ -89,6 +89,11 @@ def test_padded_rows_round_up_by_at_most_a_sixteenth(n):
     assert padded_rows(rows) == rows
 
 
+def test_bf16_carries_padded_rows_and_fp32_the_tokens():
+    assert FusedDense(torch.bfloat16).rows(1000) == padded_rows(1000) == 1024
+    assert FusedDense(torch.float32).rows(1000) == 1000
+
+
 def test_padded_rows_take_few_sizes():
     assert len({padded_rows(n) for n in range(1, 4097)}) <= 16 * 4 + 32  # 16 per power of two from 512 up
 

@@ -16,7 +16,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from litebert.config import ModelConfig
-from litebert.fused import FusedDense, padded_rows
+from litebert.fused import FusedDense
 
 
 def activation(name: str, x: torch.Tensor) -> torch.Tensor:
@@ -155,7 +155,7 @@ class Unpadded:
     Linear layers, LayerNorms and the FFN see only the N real tokens (N, C); attention scatters them back to
     the (B, T) grid it needs. Padded positions come back as zeros: they carry no meaning in any model.
     With `rows` > N the unpadded tensors carry that many rows, the extra ones copies of the first real token
-    that `pad` leaves out (fused.padded_rows: so that oneDNN sees shapes it has seen before).
+    that `pad` leaves out (FusedDense.rows: so that oneDNN sees shapes it has seen before).
     """
 
     def __init__(self, attention_mask: torch.Tensor, rows: int | None = None):
@@ -361,7 +361,7 @@ class Albert(nn.Module):
             # (rows without any real token stay zeros).
             pad0 = ~real[:, 0] & real.any(1)  # (B,)
             computed = real | F.pad(pad0[:, None], (0, real.shape[1] - 1))
-            unpad = Unpadded(computed, rows=padded_rows(int(computed.sum())) if fused else None)
+            unpad = Unpadded(computed, rows=fused.rows(int(computed.sum())) if fused else None)
             x = self.embeddings(input_ids, token_type_ids, unpad, fused)  # (N, H)
             x = unpad.pad(self.encoder(x, real[:, None, None, :], unpad, fused))  # (B, T, H)
             if bool(pad0.any()):
