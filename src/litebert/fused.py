@@ -6,8 +6,9 @@ tanh's speed on an AMX Xeon). oneDNN applies the bias and then the activation, o
 of the product before it leaves the registers. The operator is the one torch.compile's CPU backend emits for the
 same fusion (`mkldnn::_linear_pointwise`). Without autograd only: it has no backward.
 
-Timed alone on a 2-core AMX Xeon (python benchmarks/fused_dense.py): linear + tanh-GELU at 1,000 tokens x 128 -> 512
-is 2.7x faster in bf16 and 1.6x in fp32, and the model's inference 1.1-1.3x faster (benchmarks/throughput.py).
+On a 2-core AMX Xeon, linear + tanh-GELU at 1,000 tokens x 128 -> 512 is 2.2x faster in bf16 and 1.9x in fp32
+(python benchmarks/fused_dense.py), which took the tiny preset's inference from 1.78x transformers' speed to
+2.19-2.36x in bf16 and from 2.05x to 2.08-2.23x in fp32 (benchmarks/throughput.py, README).
 """
 
 from __future__ import annotations
