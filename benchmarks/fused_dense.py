@@ -20,20 +20,12 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+from gelu import ms  # benchmarks/gelu.py: ms per call after 3 warm-up calls
 
 from litebert.allocator import keep_freed_memory
 from litebert.fused import FusedDense, padded_rows
 
 SHAPES = {"tiny": (1000, 128, 512), "albert-base": (1024, 768, 3072)}  # tokens, hidden, intermediate
-
-
-def per_call_ms(fn, reps: int) -> float:  # noqa: ANN001
-    for _ in range(2):
-        fn()
-    start = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter() - start) / reps * 1e3
 
 
 def eager(layer: torch.nn.Linear, x: torch.Tensor, residual: torch.Tensor | None, bits: int = 0) -> torch.Tensor:
@@ -81,8 +73,8 @@ def main() -> None:
                 bf16 = dtype == torch.bfloat16
                 with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                     fused = FusedDense(dtype)
-                    t_eager = per_call_ms(lambda: eager(layer, inp, residual), args.reps)  # noqa: B023
-                    t_fused = per_call_ms(lambda: fused(layer, inp, act, residual), args.reps)  # noqa: B023
+                    t_eager = ms(lambda: eager(layer, inp, residual), args.reps)  # noqa: B023
+                    t_fused = ms(lambda: fused(layer, inp, act, residual), args.reps)  # noqa: B023
                     diff = float((fused(layer, inp, act, residual).double() - reference).abs().max())
                 prec = "bf16" if bf16 else "fp32"
                 print(
