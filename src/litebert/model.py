@@ -170,8 +170,8 @@ class Unpadded:
 
     def pad(self, x: torch.Tensor) -> torch.Tensor:
         full = x.new_zeros(self.batch * self.length, x.shape[-1])
-        x = x[: len(self.index)]
-        return full.index_copy(0, self.index, x).view(self.batch, self.length, -1)  # (B, T, C)
+        full.index_copy_(0, self.index, x[: len(self.index)])  # in place: index_copy would clone the grid
+        return full.view(self.batch, self.length, -1)  # (B, T, C)
 
 
 # On CPU, torch's fused attention kernel is slow for short sequences (its backward above all: 2-5x slower than
