@@ -70,10 +70,14 @@ class FusedDense:
     def __call__(
         self, layer: nn.Linear, x: torch.Tensor, act: str | None = None, residual: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """act(layer(x)) or residual + layer(x), in this forward's dtype."""
+        """act(layer(x)), or residual + layer(x) in the residual's dtype (as eager torch adds them)."""
         weight, bias = self.cast(layer)
         x = x.to(self.dtype).contiguous()
+        if residual is not None and residual.dtype != self.dtype:
+            # Under autocast a model without embedding projection keeps its residual stream in fp32: eager adds the
+            # bf16 product to it in fp32, which a bf16 epilogue would round away (and return bf16 states).
+            return residual + _LINEAR(x, weight, bias, "none", [], "")
         if residual is not None:
-            return _LINEAR.binary(x, residual.to(self.dtype).contiguous(), weight, bias, "add")
+            return _LINEAR.binary(x, residual.contiguous(), weight, bias, "add")
         name, algorithm = _POST_OP[act] if act else ("none", "")
         return _LINEAR(x, weight, bias, name, [], algorithm)
