@@ -71,7 +71,19 @@ def test_fused_path_only_where_it_applies():
             fused = FusedDense.for_forward(x, training=False)
             if torch.backends.mkldnn.is_available():
                 assert fused.dtype == torch.bfloat16
+            assert FusedDense.for_forward(x.double(), training=False) is None  # autocast leaves fp64 as it is
     assert FusedDense.for_forward(x, training=False) is None  # autograd on: the fused operator has no backward
+
+
+def test_an_fp64_model_under_bf16_autocast_runs_in_fp64():
+    model = _model().double()
+    ids, mask = _batch()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        eager, _ = model(ids, mask)
+        with torch.no_grad():
+            inference, _ = model(ids, mask)
+    assert inference.dtype == torch.float64
+    torch.testing.assert_close(inference, eager.detach(), atol=1e-12, rtol=0)
 
 
 def test_fused_forward_leaves_gradients_alone():

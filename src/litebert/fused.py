@@ -52,7 +52,8 @@ class FusedDense:
             return None
         if torch.compiler.is_compiling():
             return None
-        dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else x.dtype
+        autocast = torch.is_autocast_enabled("cpu") and x.dtype != torch.float64  # autocast leaves fp64 as it is
+        dtype = torch.get_autocast_dtype("cpu") if autocast else x.dtype
         return cls(dtype) if dtype in (torch.float32, torch.bfloat16) else None
 
     def rows(self, tokens: int) -> int:
