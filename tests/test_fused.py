@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -84,6 +86,23 @@ def test_an_fp64_model_under_bf16_autocast_runs_in_fp64():
             inference, _ = model(ids, mask)
     assert inference.dtype == torch.float64
     torch.testing.assert_close(inference, eager.detach(), atol=1e-12, rtol=0)
+
+
+def test_quantized_and_hooked_layers_run_their_own_forward():
+    model = _model()
+    ids, mask = _batch()
+    calls = []
+    model.encoder.ffns[0].up.register_forward_hook(lambda *_: calls.append(1))
+    with torch.no_grad():
+        model(ids, mask)
+    assert len(calls) == 3  # once per layer: the hook sees every application of the shared FFN
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao.quantization is deprecated in favour of torchao
+        quantized = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    eager, _ = quantized(ids, mask)
+    with torch.no_grad():
+        inference, _ = quantized(ids, mask)
+    torch.testing.assert_close(inference, eager.detach(), atol=1e-5, rtol=0)
 
 
 def test_fused_forward_leaves_gradients_alone():
