@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import litebert
+from litebert import fused as fused_module
 from litebert.fused import FusedDense, padded_rows
 from litebert.model import Unpadded
 
@@ -34,12 +35,29 @@ def _model(**kw) -> litebert.Albert:
 @needs_onednn
 @pytest.mark.parametrize("act", ["gelu_new", "gelu", "relu"])
 @pytest.mark.parametrize("padded", [True, False])
-def test_inference_matches_the_eager_forward(act, padded):
+@pytest.mark.parametrize("mkl", [True, False])
+def test_inference_matches_the_eager_forward(act, padded, mkl, monkeypatch):
+    if not mkl:  # layers without an activation take oneDNN's product too (a torch built without MKL)
+        monkeypatch.setattr(fused_module, "_MKL_LINEAR", None)
     model = _model(hidden_act=act, initializer_range=0.3)  # pre-activations of a few units: erf and tanh differ
     ids, mask = _batch()
     if not padded:
         mask = torch.ones_like(mask)
     eager = model(ids, mask)  # autograd on: the eager path
+    with torch.no_grad():
+        fused = model(ids, mask)
+    for a, b in zip(fused, eager, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+@needs_onednn
+@pytest.mark.parametrize("shape", [(2, 5), (1, 1)])
+@pytest.mark.parametrize("real", [0, 1])
+def test_inference_on_no_real_token_or_a_single_one(shape, real):
+    model = _model()
+    ids = torch.randint(5, CFG["vocab_size"], shape, generator=torch.Generator().manual_seed(2))
+    mask = torch.full_like(ids, real)
+    eager = model(ids, mask)
     with torch.no_grad():
         fused = model(ids, mask)
     for a, b in zip(fused, eager, strict=True):

