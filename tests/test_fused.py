@@ -37,7 +37,9 @@ def _model(**kw) -> litebert.Albert:
 @pytest.mark.parametrize("padded", [True, False])
 @pytest.mark.parametrize("mkl", [True, False])
 def test_inference_matches_the_eager_forward(act, padded, mkl, monkeypatch):
-    if not mkl:  # layers without an activation take oneDNN's product too (a torch built without MKL)
+    # MKL's packed product for every layer without an activation, or none (a torch built without MKL)
+    monkeypatch.setattr(fused_module, "MKL_MIN_WEIGHT", 0)
+    if not mkl:
         monkeypatch.setattr(fused_module, "_MKL_LINEAR", None)
     model = _model(hidden_act=act, initializer_range=0.3)  # pre-activations of a few units: erf and tanh differ
     ids, mask = _batch()
@@ -53,7 +55,9 @@ def test_inference_matches_the_eager_forward(act, padded, mkl, monkeypatch):
 @needs_onednn
 @pytest.mark.parametrize("shape", [(2, 5), (1, 1)])
 @pytest.mark.parametrize("real", [0, 1])
-def test_inference_on_no_real_token_or_a_single_one(shape, real):
+@pytest.mark.parametrize("mkl_min_weight", [0, fused_module.MKL_MIN_WEIGHT])
+def test_inference_on_no_real_token_or_a_single_one(shape, real, mkl_min_weight, monkeypatch):
+    monkeypatch.setattr(fused_module, "MKL_MIN_WEIGHT", mkl_min_weight)  # MKL's product or oneDNN's
     model = _model()
     ids = torch.randint(5, CFG["vocab_size"], shape, generator=torch.Generator().manual_seed(2))
     mask = torch.full_like(ids, real)

@@ -24,8 +24,11 @@ _POST_OP = {"gelu_new": ("gelu", "tanh"), "gelu": ("gelu", "none"), "relu": ("re
 _EAGER_ACT = {"gelu_new": partial(F.gelu, approximate="tanh"), "gelu": F.gelu, "relu": F.relu}  # model.activation
 _LINEAR = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
 # MKL's fp32 product with the weight packed once per forward for its row count (what torch.compile emits for an fp32
-# linear on CPU): 8-15% faster than oneDNN's fp32 product at albert-base's shapes, where no activation is fused.
+# linear on CPU): 8-15% faster than oneDNN's fp32 product at albert-base's shapes, where no activation is fused
+# (albert-base fp32 inference 1.07x faster in an in-process A/B); level or slower for the tiny preset's small weights
+# (0.95-0.98x), so only weights of MKL_MIN_WEIGHT elements or more take it.
 _MKL_LINEAR = getattr(torch.ops.mkl, "_mkl_linear", None) if torch.backends.mkl.is_available() else None
+MKL_MIN_WEIGHT = 1 << 18
 
 
 def padded_rows(n: int) -> int:
@@ -92,7 +95,7 @@ class FusedDense:
             # Under autocast a model without embedding projection keeps its residual stream in fp32: eager adds the
             # bf16 product to it in fp32, which a bf16 epilogue would round away (and return bf16 states).
             return residual + _LINEAR(x, weight, bias, "none", [], "")
-        if self.dtype == torch.float32 and act is None and _MKL_LINEAR is not None:
+        if self.dtype == torch.float32 and act is None and _MKL_LINEAR is not None and weight.numel() >= MKL_MIN_WEIGHT:
             rows = x.reshape(-1, x.shape[-1])
             key = (id(layer), len(rows))
             if key not in self._packed:
