@@ -1,4 +1,5 @@
-"""CPU inference's dense layers as single oneDNN calls: bias, activation and residual add inside the matmul.
+"""CPU inference's dense layers as single oneDNN calls (bias, activation and residual add inside the matmul), or
+as MKL's product with a packed weight for large fp32 layers without an activation.
 
 Eager torch runs `gelu(x @ Wᵀ + b)` as three passes over the output: addmm copies the broadcast bias into it,
 multiplies, and the activation reads and writes it again (torch's tanh-GELU kernel runs at a sixth of its own
