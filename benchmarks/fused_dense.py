@@ -1,9 +1,10 @@
-"""CPU inference's dense layers: eager torch against one fused oneDNN call (litebert.fused), and what a new shape costs.
+"""CPU inference's dense layers: eager torch against litebert.fused, and what a new shape costs.
 
 For each shape (tokens x in -> out) and precision, in milliseconds per call:
 - `eager`: what the eager forward runs, gelu(F.linear(x, W, b)) for the FFN's first layer and x + F.linear(h, W, b)
-  for a residual layer; `fused`: the same through `litebert.fused.FusedDense` (one call each). Both on a shape
-  they have seen before.
+  for a residual layer; `fused`: the same through `litebert.fused.FusedDense`, as inference runs it (one oneDNN
+  call; for a large fp32 residual layer MKL's packed product and an in-place add). Both on a shape they have seen
+  before.
 - `new shapes`: the mean per call over 40 calls with random token counts, none seen before (oneDNN builds a
   kernel for each new shape), as they come and rounded up by `fused.padded_rows` (as the model does), which
   makes them recur.
