@@ -14,15 +14,11 @@ On a 2-core AMX Xeon, linear + tanh-GELU at 1,000 tokens x 128 -> 512 is 2.2x fa
 
 from __future__ import annotations
 
-from functools import partial
-
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 # oneDNN's post-op (name, algorithm) for each activation litebert knows (config.ACTIVATIONS).
 _POST_OP = {"gelu_new": ("gelu", "tanh"), "gelu": ("gelu", "none"), "relu": ("relu", "")}
-_EAGER_ACT = {"gelu_new": partial(F.gelu, approximate="tanh"), "gelu": F.gelu, "relu": F.relu}  # model.activation
 _LINEAR = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
 # MKL's fp32 product with the weight packed once per forward for its row count (what torch.compile emits for an fp32
 # linear on CPU): 8-15% faster than oneDNN's fp32 product at albert-base's shapes, where no activation is fused
@@ -56,16 +52,17 @@ class FusedDense:
         self._packed: dict[tuple[int, int], torch.Tensor] = {}
 
     @classmethod
-    def for_forward(cls, x: torch.Tensor, training: bool) -> FusedDense | None:
-        """A FusedDense for a forward pass over `x`, or None where eager torch must run it: with autograd on
-        (the fused operator has no backward), in training mode (dropout sits between product and residual), off
-        the CPU, inside torch.compile (which fuses by itself), or in a dtype oneDNN lacks (fp64)."""
-        if _LINEAR is None or training or torch.is_grad_enabled() or x.device.type != "cpu":
+    def for_forward(cls, weight: torch.Tensor, training: bool) -> FusedDense | None:
+        """A FusedDense for a forward pass of a model whose weights are like `weight` (device, dtype), or None where
+        eager torch must run it: with autograd on (the fused operator has no backward), in training mode (dropout
+        sits between product and residual), off the CPU, inside torch.compile (which fuses by itself), or in a
+        dtype oneDNN lacks (fp64)."""
+        if _LINEAR is None or training or torch.is_grad_enabled() or weight.device.type != "cpu":
             return None
         if torch.compiler.is_compiling():
             return None
-        autocast = torch.is_autocast_enabled("cpu") and x.dtype != torch.float64  # autocast leaves fp64 as it is
-        dtype = torch.get_autocast_dtype("cpu") if autocast else x.dtype
+        autocast = torch.is_autocast_enabled("cpu") and weight.dtype != torch.float64  # autocast leaves fp64 alone
+        dtype = torch.get_autocast_dtype("cpu") if autocast else weight.dtype
         return cls(dtype) if dtype in (torch.float32, torch.bfloat16) else None
 
     def rows(self, tokens: int) -> int:
@@ -86,10 +83,12 @@ class FusedDense:
         """act(layer(x)), or residual + layer(x) in the residual's dtype (as eager torch adds them)."""
         if type(layer) is not nn.Linear or layer._forward_hooks or layer._forward_pre_hooks:
             # A quantized or otherwise replaced layer (its weight may be no tensor), or one with hooks: its forward.
+            from litebert.model import activation  # model.py imports this module
+
             y = layer(x)
             if residual is not None:
                 return residual + y
-            return _EAGER_ACT[act](y) if act else y
+            return activation(act, y) if act else y
         weight, bias = self.cast(layer)
         x = x.to(self.dtype).contiguous()
         if residual is not None and residual.dtype != self.dtype:

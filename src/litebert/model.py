@@ -300,8 +300,16 @@ class Encoder(nn.Module):
         # so shared parameters simply accumulate gradient from every layer that used them.
         self.gradient_checkpointing = False
 
-    def _block(self, x: torch.Tensor, mask: torch.Tensor | None, unpad: Unpadded | None, a: int, f: int):
-        return self.ffns[f](self.attentions[a](x, mask, unpad))
+    def _block(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        unpad: Unpadded | None,
+        a: int,
+        f: int,
+        fused: FusedDense | None = None,
+    ) -> torch.Tensor:
+        return self.ffns[f](self.attentions[a](x, mask, unpad, fused), fused)
 
     def forward(
         self,
@@ -314,12 +322,10 @@ class Encoder(nn.Module):
     ) -> torch.Tensor | list[torch.Tensor]:
         states = [x]
         for a, f in self.schedule:
-            if fused:
-                x = self.ffns[f](self.attentions[a](x, mask, unpad, fused), fused)
-            elif self.gradient_checkpointing and self.training:
+            if self.gradient_checkpointing and self.training:  # training: never fused
                 x = checkpoint(self._block, x, mask, unpad, a, f, use_reentrant=False)
             else:
-                x = self._block(x, mask, unpad, a, f)
+                x = self._block(x, mask, unpad, a, f, fused)
             states.append(x)
         return states if return_all else x
 
@@ -347,7 +353,7 @@ class Albert(nn.Module):
         for name, t in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids)):
             if t is not None and t.shape != input_ids.shape:
                 raise ValueError(f"{name} of shape {tuple(t.shape)} must match input_ids' {tuple(input_ids.shape)}")
-        # Inference on CPU runs each dense layer as one oneDNN call (fused.py); training runs eager torch.
+        # Inference on CPU runs each dense layer as one fused oneDNN or MKL call (fused.py); training runs eager torch.
         fused = FusedDense.for_forward(self.embeddings.word_embeddings.weight, self.training)
         padding = None  # (B, T, 1) True at padded positions that were computed (a padded position 0)
         if attention_mask is None or bool(attention_mask.all()):
