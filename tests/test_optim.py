@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from litebert.train.optim import Lamb, build_optimizer, is_excluded, lr_schedule, sqrt_floor
+from litebert.train.optim import Lamb, build_optimizer, is_excluded, lr_schedule
 
 
 class Toy(nn.Module):
@@ -60,33 +60,55 @@ def test_lamb_matches_hand_computed_steps(with_excluded: bool) -> None:
     assert is_excluded("LayerNorm.weight") and is_excluded("dense.bias") and not is_excluded("dense.weight")
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("eps", [1e-6, 1e-8, 1e-12])
-def test_sqrt_floor_leaves_the_update_bit_for_bit_unchanged(dtype: torch.dtype, eps: float) -> None:
-    """Embedding tables floor v before the sqrt (speed); sqrt(v) + eps must be exactly the unfloored value."""
-    floor = sqrt_floor(eps, dtype)
-    assert floor == 0.0 or floor >= torch.finfo(dtype).tiny
-    tiny = torch.finfo(dtype).tiny
-    v = torch.tensor([0.0, tiny, 1e-40, 1e-30, 1e-28, 1e-20, 1e-14, 1e-12, 1e-3, 0.7], dtype=dtype)
-    v = torch.cat([v, torch.rand(10_000, dtype=dtype) ** 40])  # many values near the floor
-    expected = torch.sqrt(v) + eps
-    assert torch.equal(torch.sqrt(v.clamp(min=floor)) + eps, expected)
-
-
-def test_lamb_on_an_embedding_with_untouched_rows_matches_the_plain_formula() -> None:
-    """Rows no batch touched keep v == 0; the embedding path gives the same weights, to the bit, as a
-    parameter of another name (plain sqrt) fed the same gradients."""
-    torch.manual_seed(0)
-    emb = nn.Parameter(torch.randn(50, 8))
-    other = nn.Parameter(emb.detach().clone())
-    opt = Lamb([("embeddings.word_embeddings.weight", emb), ("dense.weight", other)], lr=0.01)
-    for step in range(4):
-        g = torch.zeros(50, 8)
-        g[step * 3 : step * 3 + 5] = torch.randn(5, 8) * 10.0 ** -(step * 3)  # some rows, tiny values later
-        emb.grad, other.grad = g.clone(), g.clone()
+def _steps(named: list, grads: list[list[torch.Tensor]], **kw: object) -> Lamb:
+    opt = Lamb(named, **kw)
+    for step in grads:
+        for (_, p), g in zip(named, step, strict=True):
+            p.grad = g
         opt.step()
-    assert torch.equal(emb, other)
-    assert (opt.state[emb]["exp_avg_sq"] == 0).any()
+    return opt
+
+
+def test_lamb_ignores_memory_layout() -> None:
+    """torch's fused Adam kernel walks memory: a transposed weight, a grad with other strides and moments loaded
+    back contiguous must move exactly like contiguous ones."""
+    torch.manual_seed(0)
+    w = torch.randn(6, 4, dtype=torch.float64)
+    grads = [torch.randn(6, 4, dtype=torch.float64) for _ in range(3)]
+    plain = nn.Parameter(w.clone())
+    _steps([("dense.weight", plain)], [[g.clone()] for g in grads], lr=0.1)
+    transposed = nn.Parameter(w.t().contiguous().t())  # (6, 4) with strides (1, 6)
+    assert not transposed.is_contiguous()
+    opt = _steps([("dense.weight", transposed)], [[g.clone()] for g in grads[:2]], lr=0.1)
+    state = opt.state_dict()
+    state["state"][0] = {k: v.contiguous() for k, v in state["state"][0].items()}  # as a checkpoint gives them
+    opt.load_state_dict(state)
+    transposed.grad = grads[2].clone()  # contiguous, unlike the weight
+    opt.step()
+    torch.testing.assert_close(transposed.detach(), plain.detach(), rtol=0, atol=1e-15)
+
+
+def test_lamb_on_bf16_weights_keeps_fp32_moments_and_tracks_fp32_weights() -> None:
+    torch.manual_seed(0)
+    w = torch.randn(16, 8)
+    grads = [torch.randn(16, 8) for _ in range(3)]
+    full = nn.Parameter(w.clone())
+    half = nn.Parameter(w.to(torch.bfloat16))
+    _steps([("dense.weight", full)], [[g] for g in grads], lr=0.01)
+    opt = _steps([("dense.weight", half)], [[g.to(torch.bfloat16)] for g in grads], lr=0.01)
+    assert half.dtype == torch.bfloat16 and opt.state[half]["exp_avg"].dtype == torch.float32
+    torch.testing.assert_close(half.detach().float(), full.detach(), rtol=2e-2, atol=2e-2)
+    assert not torch.equal(half.detach(), w.to(torch.bfloat16))  # it moved
+
+
+@pytest.mark.parametrize("betas", [(0.0, 0.0), (0.5, 0.9), (0.99, 0.999999)])
+def test_lamb_has_no_bias_correction_for_any_betas(betas: tuple[float, float]) -> None:
+    """The official LAMB has no bias correction; the fused kernel's is neutralised for every beta < 1."""
+    w = nn.Parameter(torch.ones(4, dtype=torch.float64))
+    w.grad = torch.full((4,), 2.0, dtype=torch.float64)
+    Lamb([("LayerNorm.weight", w)], lr=1.0, betas=betas, eps=1e-6).step()  # excluded: w -= lr * u
+    m, v = (1 - betas[0]) * 2.0, (1 - betas[1]) * 4.0
+    torch.testing.assert_close(w.detach(), torch.full((4,), 1.0 - m / (math.sqrt(v) + 1e-6), dtype=torch.float64))
 
 
 def test_lamb_trust_ratio_is_one_for_zero_weights_and_not_clipped() -> None:

@@ -9,7 +9,6 @@ never clipped), `w -= lr * ratio * u`. Exclusion is decided by name, so paramete
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -22,8 +21,10 @@ EXCLUDE_PATTERNS: tuple[str, ...] = ("LayerNorm", "layer_norm", "bias", r"(^|\.)
 # litebert fuses query/key/value into one (3H, H) matrix; the official code has three tensors, each with its
 # own trust ratio, so LAMB splits these into 3 row blocks for the ratio.
 FUSED_PATTERNS: dict[str, int] = {r"(^|\.)qkv\.weight$": 3}
-# Embedding tables get row-sparse gradients: rows no batch has touched keep second moments of exactly 0.
-ROW_SPARSE = r"embeddings\."
+# The step count handed to torch's fused Adam kernel: beta ** NO_BIAS_CORRECTION is 0 for every beta < 1, so
+# its bias corrections are exactly 1 (the largest finite float32, as the kernel reads it).
+NO_BIAS_CORRECTION = float(torch.finfo(torch.float32).max)
+MOMENTS = ("exp_avg", "exp_avg_sq")
 
 
 def is_excluded(name: str, patterns: Sequence[str] = EXCLUDE_PATTERNS) -> bool:
@@ -58,7 +59,8 @@ class Lamb(torch.optim.Optimizer):
         fused = dict(FUSED_PATTERNS if fused is None else fused)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, exclude=tuple(exclude), fused=fused)
         super().__init__(params, defaults)
-        self._rules: dict[tuple, tuple[bool, int, bool]] = {}
+        self._rules: dict[tuple, tuple[bool, int]] = {}
+        self._no_bias_correction: dict[torch.device, torch.Tensor] = {}
         self._buffers: dict[torch.Tensor, torch.Tensor] = {}
         for group in self.param_groups:
             if len(group.get("param_names", ())) != len(group["params"]):
@@ -80,43 +82,33 @@ class Lamb(torch.optim.Optimizer):
         return loss
 
     def _update(self, group: dict, named: list[tuple[str, torch.Tensor]]) -> None:
-        """One LAMB step for the parameters of a group that have gradients, as a few multi-tensor (foreach)
-        kernels instead of a dozen small ops per parameter (the optimizer step is a fixed cost per step)."""
-        beta1, beta2 = group["betas"]
+        """One LAMB step for the parameters of a group that have gradients.
+
+        The moments and u = m / (sqrt(v) + eps) + wd * w take one pass over each tensor in torch's fused Adam
+        kernel (see `_moments_and_update`); the trust ratios two norms; the step one subtraction. On a CPU the
+        step is bound by memory traffic, and this reads and writes about half of what one op per term did."""
         params = [p for _, p in named]
         # Moments in at least fp32, so bf16 weights still get an exact-ish update.
         dtypes = [torch.promote_types(p.dtype, torch.float32) for p in params]
-        grads = [p.grad.to(dt) for p, dt in zip(params, dtypes, strict=True)]
         for p, dt in zip(params, dtypes, strict=True):
             if not self.state[p]:
                 self.state[p]["exp_avg"] = torch.zeros_like(p, dtype=dt)
                 self.state[p]["exp_avg_sq"] = torch.zeros_like(p, dtype=dt)
-        m = [self.state[p]["exp_avg"] for p in params]
-        v = [self.state[p]["exp_avg_sq"] for p in params]
-        torch._foreach_lerp_(m, grads, 1.0 - beta1)  # m = beta1 m + (1 - beta1) g
-        torch._foreach_mul_(v, beta2)
-        torch._foreach_addcmul_(v, grads, grads, value=1.0 - beta2)
-        # No bias correction: the official optimizer leaves it out on purpose. u = m / (sqrt(v) + eps) is written
-        # into a scratch buffer kept between steps: fresh parameter-sized tensors every step cost more than the
-        # arithmetic on CPU (measured: 98 -> 30 ms per albert-base step on one thread).
-        update = [self._scratch(p, dt) for p, dt in zip(params, dtypes, strict=True)]
         rules = [self._rule(name, group) for name, _ in named]
-        for (_, _, row_sparse), m_i, v_i, u_i in zip(rules, m, v, update, strict=True):
-            floor = sqrt_floor(group["eps"], u_i.dtype) if row_sparse else 0.0
-            if floor:  # embedding rows no batch has touched yet keep v == 0 (see sqrt_floor)
-                torch.clamp(v_i, min=floor, out=u_i).sqrt_()
-            else:
-                torch.sqrt(v_i, out=u_i)
-            u_i.add_(group["eps"])
-            torch.div(m_i, u_i, out=u_i)
         w = [p.to(dt) for p, dt in zip(params, dtypes, strict=True)]
-        adapted = [i for i, (excluded, _, _) in enumerate(rules) if not excluded]
-        if adapted and group["weight_decay"]:
-            torch._foreach_add_([update[i] for i in adapted], [w[i] for i in adapted], alpha=group["weight_decay"])
+        # u is written into a scratch buffer kept between steps: fresh parameter-sized tensors every step cost
+        # more than the arithmetic on CPU (measured: 98 -> 30 ms per albert-base step on one thread).
+        update = [self._scratch(p, dt) for p, dt in zip(params, dtypes, strict=True)]
+        for (excluded, _), w_i, u_i in zip(rules, w, update, strict=True):
+            if excluded or not group["weight_decay"]:
+                u_i.zero_()
+            else:
+                torch.mul(w_i, group["weight_decay"], out=u_i)
+        self._moments_and_update(group, params, dtypes, update)
         # The step is lr * ratio * u, ratio = ||w|| / ||u|| per tensor (per row block of a fused tensor) and 1
-        # when a norm is 0; excluded tensors take lr * u. One multiply per tensor applies both factors.
-        whole = [i for i, (excluded, _, _) in enumerate(rules) if excluded]
-        scales = [group["lr"]] * len(whole)
+        # when a norm is 0; excluded tensors take lr * u.
+        scales = [group["lr"]] * len(params)
+        adapted = [i for i, (excluded, _) in enumerate(rules) if not excluded]
         if adapted:
             w_norm = _norms([b for i in adapted for b in w[i].chunk(rules[i][1], dim=0)])
             u_norm = _norms([b for i in adapted for b in update[i].chunk(rules[i][1], dim=0)])
@@ -125,17 +117,52 @@ class Lamb(torch.optim.Optimizer):
             for i in adapted:
                 chunks = rules[i][1]
                 if chunks == 1:
-                    whole.append(i)
-                    scales.append(next(block_scales))
+                    scales[i] = next(block_scales)
                 else:  # a new tensor, not in-place views: the blocks of a sharded DTensor are copies
                     update[i] = torch.cat([b * next(block_scales) for b in update[i].chunk(chunks, dim=0)])
-        if whole:
-            torch._foreach_mul_([update[i] for i in whole], scales)
-        same = [i for i, p in enumerate(params) if p.dtype == dtypes[i]]
-        if same:
-            torch._foreach_sub_([params[i] for i in same], [update[i] for i in same])
-        for i in sorted(set(range(len(params))) - set(same)):
-            params[i].sub_(update[i].to(params[i].dtype))
+                    scales[i] = 1.0
+        for p, u, scale in zip(params, update, scales, strict=True):
+            if p.dtype == u.dtype:
+                p.sub_(u, alpha=scale)
+            else:
+                p.sub_(u.mul_(scale).to(p.dtype))
+
+    def _moments_and_update(
+        self, group: dict, params: list[torch.Tensor], dtypes: list[torch.dtype], update: list[torch.Tensor]
+    ) -> None:
+        """m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2 and u += m / (sqrt(v) + eps), in place.
+
+        This is torch's fused Adam kernel on u in the place of the weights, with lr -1 and a step count so large
+        that its bias corrections 1 - beta^step are exactly 1: the official LAMB has none. It runs per device and
+        dtype, as the kernel asks."""
+        beta1, beta2 = group["betas"]
+        by_kind: dict[tuple, list[int]] = {}
+        for i, p in enumerate(params):
+            by_kind.setdefault((p.device, dtypes[i]), []).append(i)
+        for (device, dtype), idx in by_kind.items():
+            steps = self._no_bias_correction.get(device)
+            if steps is None:
+                steps = self._no_bias_correction[device] = torch.tensor(NO_BIAS_CORRECTION, device=device)
+            # The kernel walks the tensors' memory in step, so all four must share u's layout (a grad set by
+            # hand, or moments loaded from a checkpoint, may not).
+            for i in idx:
+                state = self.state[params[i]]
+                state["exp_avg"], state["exp_avg_sq"] = (_laid_out_like(state[k], update[i]) for k in MOMENTS)
+            torch._fused_adam_(
+                [update[i] for i in idx],
+                [_laid_out_like(params[i].grad.to(dtype), update[i]) for i in idx],
+                [self.state[params[i]]["exp_avg"] for i in idx],
+                [self.state[params[i]]["exp_avg_sq"] for i in idx],
+                [],
+                [steps] * len(idx),
+                lr=-1.0,
+                beta1=beta1,
+                beta2=beta2,
+                weight_decay=0.0,
+                eps=group["eps"],
+                amsgrad=False,
+                maximize=False,
+            )
 
     def _scratch(self, p: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """The update buffer of ``p``: not optimizer state (never saved), reused by every step."""
@@ -144,28 +171,17 @@ class Lamb(torch.optim.Optimizer):
             buf = self._buffers[p] = torch.empty_like(p, dtype=dtype)
         return buf
 
-    def _rule(self, name: str, group: dict) -> tuple[bool, int, bool]:
-        """(excluded from decay and trust ratio, row blocks for the ratio, an embedding table whose untouched
-        rows keep v == 0) of a parameter, cached by name."""
+    def _rule(self, name: str, group: dict) -> tuple[bool, int]:
+        """(excluded from decay and trust ratio, row blocks for the ratio) of a parameter, cached by name."""
         key = (name, tuple(group["exclude"]), tuple(group["fused"].items()))
         if key not in self._rules:
-            row_sparse = re.search(ROW_SPARSE, name) is not None
-            self._rules[key] = (is_excluded(name, group["exclude"]), _chunks(name, group["fused"]), row_sparse)
+            self._rules[key] = (is_excluded(name, group["exclude"]), _chunks(name, group["fused"]))
         return self._rules[key]
 
 
-@functools.cache
-def sqrt_floor(eps: float, dtype: torch.dtype) -> float:
-    """A floor for v before sqrt(v) + eps that leaves the result bit for bit unchanged, or 0 when none exists.
-
-    Values of v below the floor have sqrt(v) under a quarter of eps's last place, so sqrt(v) + eps rounds to eps
-    with or without the floor. It matters for speed: torch's CPU sqrt (MKL) is 5-10x slower on zeros, and
-    the second moments of embedding rows a batch never touched are all zeros.
-    """
-    e = torch.tensor(eps, dtype=dtype)
-    quarter_ulp = float(torch.nextafter(e, torch.tensor(float("inf"), dtype=dtype)) - e) / 4
-    floor = quarter_ulp * quarter_ulp
-    return floor if floor >= torch.finfo(dtype).tiny else 0.0
+def _laid_out_like(t: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """`t`, or a copy of it with the strides of `ref`."""
+    return t if t.stride() == ref.stride() else torch.empty_like(ref).copy_(t)
 
 
 def _norms(tensors: list[torch.Tensor]) -> torch.Tensor:
