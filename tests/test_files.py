@@ -1,10 +1,11 @@
 import bz2
 import gzip
 import json
+import os
 
 import pytest
 
-from litebert.files import format_suffix, open_bytes, write_json
+from litebert.files import check_input_file, format_suffix, open_bytes, write_json
 from litebert.tasks.common import table_delimiter
 
 
@@ -60,3 +61,25 @@ def test_an_out_path_through_a_file_is_named(tmp_path, tokenizer_dir):
         prepare([tmp_path / "c.txt"], tmp_path / "afile" / "x.txt")
     with pytest.raises(NotADirectoryError, match=r"afile: a file, not a directory; --out names the directory"):
         build([tmp_path / "c.txt"], tokenizer_dir, tmp_path / "afile", DataConfig(), progress=False)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX feature")
+def test_a_pipe_as_corpus_or_task_file_is_refused_with_the_reason(tmp_path, capsys):
+    """bash's <(...) hands over a pipe: it exists but can be read once, and corpora and task files are read more
+    than once. The message says so, instead of 'not found'."""
+    from litebert.cli import main
+    from litebert.tasks.common import open_text
+    from litebert.text import iter_files
+
+    pipe = tmp_path / "fifo.tsv"
+    os.mkfifo(pipe)
+    for call in (lambda: check_input_file(pipe), lambda: iter_files(pipe), lambda: open_text(pipe)):
+        with pytest.raises(ValueError, match=r"fifo.tsv: not a regular file \(a pipe or a device"):
+            call()
+    with pytest.raises(FileNotFoundError, match="missing.txt: file not found"):
+        check_input_file(tmp_path / "missing.txt")
+    (tmp_path / "real.txt").write_text("x")
+    assert check_input_file(tmp_path / "real.txt") == tmp_path / "real.txt"
+    assert main(["text", "prepare", str(pipe), "--out", str(tmp_path / "out.txt")]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    assert not (tmp_path / "out.txt").exists()

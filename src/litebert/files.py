@@ -31,6 +31,20 @@ def open_bytes(path: str | Path) -> BinaryIO:
     return open(path, "rb")
 
 
+def check_input_file(path: str | Path) -> Path:
+    """`path` if it is a regular file. A missing one is FileNotFoundError; a pipe or a device (bash's `<(...)`
+    gives one) is a ValueError saying why: corpora and task files are read more than once."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    if path.exists() and not path.is_dir():
+        raise ValueError(
+            f"{path}: not a regular file (a pipe or a device, as bash's <(...) gives): litebert reads its input "
+            "files more than once, so write it to a file first (.gz and .bz2 are read as they are)"
+        )
+    raise FileNotFoundError(f"{path}: file not found")
+
+
 def format_suffix(path: str | Path) -> str:
     """The lower-case suffix naming a file's format, looking through the compression `open_bytes` undoes
     ("a.TSV.gz" -> ".tsv"); "" when there is none."""

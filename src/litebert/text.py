@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from litebert.files import READ_ERRORS, format_suffix, make_dir, open_bytes
+from litebert.files import READ_ERRORS, check_input_file, format_suffix, make_dir, open_bytes
 from litebert.rawlines import lines, not_text
 from litebert.sentences import split_sentences, wrap_between_words
 
@@ -127,8 +127,8 @@ def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = ()) -> list[Path
                 seen.add(real)
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
-        elif path.is_file():
-            files.append(path)
+        elif path.exists():
+            files.append(check_input_file(path))
         else:
             raise FileNotFoundError(f"no such file or directory: {path}")
     if skip:

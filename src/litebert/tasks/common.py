@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from litebert.files import READ_ERRORS, format_suffix, open_bytes
+from litebert.files import READ_ERRORS, check_input_file, format_suffix, open_bytes
 from litebert.rawlines import cp949_hint
 from litebert.tokenizer import truncate_pair
 
@@ -135,10 +135,7 @@ def open_text(path: str | Path) -> _Utf8Text:
     """Open a UTF-8 text file for iteration or read(), transparently decompressing .gz and .bz2; a leading
     byte-order mark (as spreadsheet exports write) is dropped, so it never becomes part of the first column's
     name; invalid UTF-8 is an error naming the file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: file not found")
-    return _Utf8Text(path)
+    return _Utf8Text(check_input_file(path))
 
 
 def table_delimiter(path: str | Path) -> str:

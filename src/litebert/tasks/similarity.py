@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from litebert.files import check_input_file
 from litebert.tasks.base import TaskData
 from litebert.tasks.common import Report, TokenizerLike, open_text, pack_pair, preview, read_table
 from litebert.tasks.metrics import accuracy, pearson, spearman
@@ -84,9 +85,7 @@ def read_lee(documents: str | Path, similarities: str | Path) -> tuple[list[str]
 
 def read_text_lenient(path: str | Path) -> str:
     """UTF-8 text, or cp1252 (with a warning) for a file from before UTF-8 was the norm."""
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{path}: file not found")
-    raw = Path(path).read_bytes()
+    raw = check_input_file(path).read_bytes()
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
