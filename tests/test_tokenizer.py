@@ -346,7 +346,8 @@ def test_add_words_keeps_ids_and_makes_single_pieces(tokenizer_dir, tok, tmp_pat
     # "ca" begins hundreds of one-piece words ("▁captain", "▁came"), "harp" begins "harpooneer"
     assert {"▁ca", "▁harp", "▁harpooneer"}.isdisjoint(tok.pieces) and "▁captain" in tok.pieces
     words.write_text("# domain words\nHarpooneer\nLeviathanic\n헌법재판소\n\nthe\nharpooneer\nCa\nharp\n")
-    new, added = add_words(tokenizer_dir, words, tmp_path / "tok2")
+    with pytest.warns(UserWarning, match=r"^1 word\(s\) already in the vocabulary are left as they are: 'the'$"):
+        new, added = add_words(tokenizer_dir, words, tmp_path / "tok2")
     assert added == ["harpooneer", "leviathanic", "헌법재판소", "ca", "harp"]  # "the" exists, a repeat is skipped
     assert new.vocab_size == tok.vocab_size + 5 and new.pieces[: tok.vocab_size] == tok.pieces
     for w in added:

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import math
 import re
+import warnings
 from pathlib import Path
 
 import torch
@@ -162,12 +163,17 @@ def add_words(
     normal = model_pb2.ModelProto.SentencePiece.NORMAL
     unknown_char = min(p.score for p in proto.pieces if p.type == normal) - 10.0  # sentencepiece's unigram rule
     known = set(base.pieces)
-    added = []
+    added, present = [], []
     for where, word in source:
         norm = _new_word(base, f"{where}: " if where else "", word)
         if "▁" + norm not in known:
             known.add("▁" + norm)
             added.append(norm)
+        elif norm not in added and norm not in present:
+            present.append(norm)
+    if present:
+        shown = ", ".join(repr(w) for w in present[:5]) + (", ..." if len(present) > 5 else "")
+        warnings.warn(f"{len(present):,} word(s) already in the vocabulary are left as they are: {shown}", stacklevel=2)
     earlier = [w for w in _earlier_words(base) if "▁" + w in known and w not in added]
     index = {p.piece: i for i, p in enumerate(proto.pieces)}
     for word in earlier:  # out of the lattice while the words are scored
