@@ -86,6 +86,7 @@ def test_transformers_saved_then_litebert_loads_identically(tmp_path, name):
     theirs.save_pretrained(tmp_path / "hf")
     ours = litebert.load(tmp_path / "hf")  # litebert.load reads a transformers directory directly
     assert ours.config.has_projection  # transformers always maps E -> H, even when E == H
+    assert ours.config.sharing == c["sharing"]  # one group of one block per layer shares nothing: "none"
     _compare(ours, theirs)
     # ...and through import into litebert's own format, then back out, nothing changes.
     hf.import_hf(tmp_path / "hf", tmp_path / "ours")

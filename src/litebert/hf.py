@@ -118,8 +118,13 @@ def config_from_hf(data: dict[str, Any]) -> ModelConfig:
     data = {**_HF_DEFAULTS, **data}
     data["hidden_act"] = _SAME_ACTIVATION.get(data["hidden_act"], data["hidden_act"])
     fields = {ours: data[theirs] for ours, theirs in _CONFIG_NAMES.items() if theirs in data}
+    sharing = "all"
+    layers, groups = fields["num_layers"], fields["num_hidden_groups"]
+    if layers > 1 and groups == layers and fields["inner_group_num"] == 1:
+        # Every layer its own group of one block: nothing is shared (how config_to_hf writes sharing "none").
+        sharing, fields["num_hidden_groups"] = "none", 1
     return ModelConfig.from_dict(
-        {**fields, "sharing": "all", "embedding_projection": True}, source="transformers config.json"
+        {**fields, "sharing": sharing, "embedding_projection": True}, source="transformers config.json"
     )
 
 
