@@ -212,7 +212,7 @@ def test_conversions_refuse_what_would_lose_or_change_a_model(tmp_path):
         config.pop(key, None)
     ours = hf.config_from_hf(config)
     assert (ours.num_heads, ours.hidden_dropout, ours.attention_dropout) == (64, 0.0, 0.0)
-    # transformers' other names for the tanh GELU are the same function
+    # transformers' other names for the tanh GELU are the same function (test below)
     assert hf.config_from_hf({**config, "hidden_act": "gelu_pytorch_tanh"}).hidden_act == "gelu_new"
     with pytest.raises(ValueError, match="hidden_act must be one of"):
         hf.config_from_hf({**config, "hidden_act": "silu"})
@@ -332,3 +332,19 @@ def test_a_sharded_index_without_a_weight_map_is_named(tmp_path):
         index.write_text(text)
         with pytest.raises(ValueError, match=r"model\.safetensors\.index\.json: (no \"weight_map\"|invalid JSON)"):
             read_hf_weights(tmp_path)
+
+
+@pytest.mark.parametrize("act", ["gelu_pytorch_tanh", "gelu_fast", "gelu_accurate", "gelu_python_tanh", "gelu_python"])
+def test_transformers_other_names_of_the_gelus_load_with_the_same_outputs(tmp_path, act):
+    c = {**SMALL, **CONFIGS["all-shared"]}
+    hf_config = transformers.AlbertConfig(
+        vocab_size=c["vocab_size"], embedding_size=c["embedding_size"], hidden_size=c["hidden_size"],
+        num_hidden_layers=c["num_layers"], num_attention_heads=c["num_heads"],
+        intermediate_size=c["intermediate_size"], max_position_embeddings=c["max_position"], hidden_act=act,
+    )  # fmt: skip
+    torch.manual_seed(2)
+    theirs = transformers.AlbertForPreTraining(hf_config)
+    theirs.save_pretrained(tmp_path / "hf")
+    ours = litebert.load(tmp_path / "hf")
+    assert ours.config.hidden_act == ("gelu" if act == "gelu_python" else "gelu_new")
+    _compare(ours, theirs)

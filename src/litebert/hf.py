@@ -103,8 +103,14 @@ _HF_DEFAULTS = {
 }  # fmt: skip
 
 
-# transformers activation names for the function litebert calls "gelu_new" (tanh-approximated GELU).
-_SAME_ACTIVATION = {"gelu_pytorch_tanh": "gelu_new", "gelu_fast": "gelu_new"}
+# transformers' other names for functions litebert has: the tanh-approximated GELU ("gelu_new") and the erf one.
+_SAME_ACTIVATION = {
+    "gelu_pytorch_tanh": "gelu_new",
+    "gelu_fast": "gelu_new",
+    "gelu_accurate": "gelu_new",
+    "gelu_python_tanh": "gelu_new",
+    "gelu_python": "gelu",
+}
 
 
 def config_from_hf(data: dict[str, Any]) -> ModelConfig:
