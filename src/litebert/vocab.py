@@ -162,19 +162,21 @@ def add_words(
     proto = model_pb2.ModelProto.FromString(base.model_proto)
     normal = model_pb2.ModelProto.SentencePiece.NORMAL
     unknown_char = min(p.score for p in proto.pieces if p.type == normal) - 10.0  # sentencepiece's unigram rule
-    known = set(base.pieces)
-    added, present = [], []
+    before = set(base.pieces)
+    known = set(before)
+    added, present = [], {}  # present: an ordered set of the words the vocabulary has already
     for where, word in source:
         norm = _new_word(base, f"{where}: " if where else "", word)
         if "▁" + norm not in known:
             known.add("▁" + norm)
             added.append(norm)
-        elif norm not in added and norm not in present:
-            present.append(norm)
+        elif "▁" + norm in before:
+            present[norm] = None
     if present:
-        shown = ", ".join(repr(w) for w in present[:5]) + (", ..." if len(present) > 5 else "")
+        shown = ", ".join(repr(w) for w in list(present)[:5]) + (", ..." if len(present) > 5 else "")
         warnings.warn(f"{len(present):,} word(s) already in the vocabulary are left as they are: {shown}", stacklevel=2)
-    earlier = [w for w in _earlier_words(base) if "▁" + w in known and w not in added]
+    new_words = set(added)
+    earlier = [w for w in _earlier_words(base) if "▁" + w in known and w not in new_words]
     index = {p.piece: i for i, p in enumerate(proto.pieces)}
     for word in earlier:  # out of the lattice while the words are scored
         proto.pieces[index["▁" + word]].type = model_pb2.ModelProto.SentencePiece.UNUSED
