@@ -99,6 +99,16 @@ def test_lamb_on_bf16_weights_keeps_fp32_moments_and_tracks_fp32_weights() -> No
     assert half.dtype == torch.bfloat16 and opt.state[half]["exp_avg"].dtype == torch.float32
     torch.testing.assert_close(half.detach().float(), full.detach(), rtol=2e-2, atol=2e-2)
     assert not torch.equal(half.detach(), w.to(torch.bfloat16))  # it moved
+    # Resumed from a state dict (torch casts loaded state to the weight's dtype by default), it goes on exactly.
+    resumed = nn.Parameter(w.to(torch.bfloat16))
+    first = _steps([("dense.weight", resumed)], [[g.to(torch.bfloat16)] for g in grads[:2]], lr=0.01)
+    state = first.state_dict()
+    again = Lamb([("dense.weight", resumed)], lr=0.01)
+    again.load_state_dict(state)
+    assert again.state[resumed]["exp_avg"].dtype == torch.float32
+    resumed.grad = grads[2].to(torch.bfloat16)
+    again.step()
+    assert torch.equal(resumed.detach(), half.detach())
 
 
 @pytest.mark.parametrize("betas", [(0.0, 0.0), (0.5, 0.9), (0.99, 0.999999)])

@@ -143,8 +143,8 @@ class Lamb(torch.optim.Optimizer):
             steps = self._no_bias_correction.get(device)
             if steps is None:
                 steps = self._no_bias_correction[device] = torch.tensor(NO_BIAS_CORRECTION, device=device)
-            # The kernel walks the tensors' memory in step, so all four must share u's layout (a grad set by
-            # hand, or moments loaded from a checkpoint, may not).
+            # The kernel walks the tensors' memory in step, so all four must share u's layout and dtype (a grad
+            # set by hand, or moments loaded from a checkpoint, may not).
             for i in idx:
                 state = self.state[params[i]]
                 state["exp_avg"], state["exp_avg_sq"] = (_laid_out_like(state[k], update[i]) for k in MOMENTS)
@@ -164,6 +164,21 @@ class Lamb(torch.optim.Optimizer):
                 maximize=False,
             )
 
+    def load_state_dict(self, state_dict: dict) -> None:
+        """torch's, except that the moments of weights in a dtype below fp32 (bf16, fp16) stay in fp32, as `_update`
+        keeps them: torch casts loaded state to each weight's dtype, which would round them at every resume."""
+        super().load_state_dict(state_dict)
+        saved = [i for group in state_dict["param_groups"] for i in group["params"]]
+        params = [p for group in self.param_groups for p in group["params"]]
+        for i, p in zip(saved, params, strict=True):
+            dtype = torch.promote_types(p.dtype, torch.float32)
+            if not p.is_floating_point() or dtype == p.dtype:
+                continue
+            for key in MOMENTS:
+                value = state_dict["state"].get(i, {}).get(key)
+                if value is not None:
+                    self.state[p][key] = value.to(dtype=dtype, device=p.device, copy=True)
+
     def _scratch(self, p: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """The update buffer of ``p``: not optimizer state (never saved), reused by every step."""
         buf = self._buffers.get(p)
@@ -180,8 +195,8 @@ class Lamb(torch.optim.Optimizer):
 
 
 def _laid_out_like(t: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-    """`t`, or a copy of it with the strides of `ref`."""
-    return t if t.stride() == ref.stride() else torch.empty_like(ref).copy_(t)
+    """`t`, or a copy of it with the dtype and strides of `ref`."""
+    return t if t.dtype == ref.dtype and t.stride() == ref.stride() else torch.empty_like(ref).copy_(t)
 
 
 def _norms(tensors: list[torch.Tensor]) -> torch.Tensor:
