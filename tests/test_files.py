@@ -83,3 +83,43 @@ def test_a_pipe_as_corpus_or_task_file_is_refused_with_the_reason(tmp_path, caps
     assert main(["text", "prepare", str(pipe), "--out", str(tmp_path / "out.txt")]) == 2
     assert "not a regular file" in capsys.readouterr().err
     assert not (tmp_path / "out.txt").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX feature")
+def test_a_pipe_inside_a_corpus_directory_is_skipped_by_name_not_opened(tmp_path):
+    import signal
+
+    from litebert.text import ReadConfig, prepare
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Call me Ishmael. Some years ago I went to sea.\n")
+    os.mkfifo(corpus / "b.txt")  # opening it would block until a writer came
+
+    def too_long(*_):  # noqa: ANN002
+        raise TimeoutError("reading the corpus blocked on the pipe")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(20)
+    try:
+        report = prepare([corpus], tmp_path / "out.txt", config=ReadConfig())
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert report.files == 1 and report.skipped == 1
+    assert any("b.txt: skipped, not a regular file" in message for message in report.messages)
+
+
+def test_a_directory_where_one_file_is_read_and_an_empty_corpus_directory_are_named(tmp_path, capsys):
+    from litebert.cli import main
+    from litebert.text import iter_files
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / ".hidden.txt").write_text("not read\n")
+    with pytest.raises(IsADirectoryError, match="empty: a directory; give one file"):
+        check_input_file(empty)
+    with pytest.raises(ValueError, match=r"empty corpus: no files to read in .*empty \(names that begin with"):
+        iter_files([empty])
+    assert main(["embed", str(empty), "--init", str(tmp_path / "model"), "--out", str(tmp_path / "e.npy")]) == 2
+    assert "a directory; give one file" in capsys.readouterr().err

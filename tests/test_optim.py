@@ -179,3 +179,15 @@ def test_lr_schedule_warmup_then_polynomial_decay() -> None:
     assert lr_schedule(3125, **kw) == pytest.approx(0.00176 * (1 - 3125 / 125000))
     assert lr_schedule(125000, **kw) == 0.0
     assert lr_schedule(62500, power=2.0, **kw) == pytest.approx(0.00176 * 0.25)
+
+
+def test_lamb_rounds_a_bf16_weight_once() -> None:
+    """A bf16 weight takes the step computed in fp32 and is rounded once: exactly what an fp32 weight holding
+    the same values, fed the same gradients, ends at, rounded to bf16."""
+    torch.manual_seed(3)
+    half = nn.Parameter(torch.randn(64, 32).to(torch.bfloat16))
+    full = nn.Parameter(half.detach().float())
+    grads = [torch.randn(64, 32).to(torch.bfloat16) for _ in range(2)]
+    _steps([("dense.weight", half)], [[g] for g in grads[:1]], lr=0.05)
+    _steps([("dense.weight", full)], [[g.float()] for g in grads[:1]], lr=0.05)
+    assert torch.equal(half.detach(), full.detach().to(torch.bfloat16))

@@ -32,12 +32,15 @@ def open_bytes(path: str | Path) -> BinaryIO:
 
 
 def check_input_file(path: str | Path) -> Path:
-    """`path` if it is a regular file. A missing one is FileNotFoundError; a pipe or a device (bash's `<(...)`
-    gives one) is a ValueError saying why: corpora and task files are read more than once."""
+    """`path` if it is a regular file. A missing one is FileNotFoundError, a directory IsADirectoryError; a pipe or
+    a device (bash's `<(...)` gives one) is a ValueError saying why: corpora and task files are read more than
+    once."""
     path = Path(path)
     if path.is_file():
         return path
-    if path.exists() and not path.is_dir():
+    if path.is_dir():  # a task's --train, --dev or --data, or embed's input
+        raise IsADirectoryError(f"{path}: a directory; give one file")
+    if path.exists():
         raise ValueError(
             f"{path}: not a regular file (a pipe or a device, as bash's <(...) gives): litebert reads its input "
             "files more than once, so write it to a file first (.gz and .bz2 are read as they are)"

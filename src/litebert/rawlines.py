@@ -23,6 +23,8 @@ _CP949 = "EUC-KR/CP949 text (litebert reads UTF-8: convert it, e.g. iconv -f CP9
 
 def not_text(path: Path) -> str | None:
     """Why `path` is not UTF-8 text (None when it is)."""
+    if path.exists() and not path.is_file():  # a pipe or socket found in an input directory: open() would block
+        return "not a regular file (a pipe, a socket or a device)"
     try:
         with open_bytes(path) as f:
             head = f.read(8192)

@@ -133,6 +133,9 @@ def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = ()) -> list[Path
             raise FileNotFoundError(f"no such file or directory: {path}")
     if skip:
         files = [f for f in files if not any(r == x or x in r.parents for r in [f.resolve()] for x in skip)]
+    if not files:
+        named = ", ".join(str(p) for p in path_list(paths))
+        raise ValueError(f"empty corpus: no files to read in {named} (names that begin with '.' are left out)")
     unique: dict[Path, Path] = {}  # resolved path -> the first mention of the file
     again = [f for f in files if unique.setdefault(f.resolve(), f) is not f]
     if again:  # a file read twice would put its text on both sides of the held-out split

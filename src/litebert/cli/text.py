@@ -102,5 +102,5 @@ def _add_words(args: argparse.Namespace) -> int:
     from litebert.vocab import add_words
 
     tok, added = add_words(args.tokenizer_dir, args.words_file, args.out)
-    print(f"added {len(added):,} words; wrote {tok.dir}: vocab {tok.vocab_size:,}")
+    print(f"added {len(added):,} word{'' if len(added) == 1 else 's'}; wrote {tok.dir}: vocab {tok.vocab_size:,}")
     return 0

@@ -121,11 +121,11 @@ class Lamb(torch.optim.Optimizer):
                 else:  # a new tensor, not in-place views: the blocks of a sharded DTensor are copies
                     update[i] = torch.cat([b * next(block_scales) for b in update[i].chunk(chunks, dim=0)])
                     scales[i] = 1.0
-        for p, u, scale in zip(params, update, scales, strict=True):
+        for p, w_i, u, scale in zip(params, w, update, scales, strict=True):
             if p.dtype == u.dtype:
                 p.sub_(u, alpha=scale)
-            else:
-                p.sub_(u.mul_(scale).to(p.dtype))
+            else:  # w_i is an fp32 copy of a bf16 or fp16 weight: subtract there and round once
+                p.copy_(w_i.sub_(u, alpha=scale))
 
     def _moments_and_update(
         self, group: dict, params: list[torch.Tensor], dtypes: list[torch.dtype], update: list[torch.Tensor]
