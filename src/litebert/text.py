@@ -152,8 +152,8 @@ def read_documents(
 ) -> Iterator[list[str]]:
     """Stream documents, each a list of sentences, from files and directories (see ReadConfig).
 
-    Paths are checked at once (FileNotFoundError naming the path); a corpus that yields no sentence raises
-    ValueError at the end of the stream.
+    Paths are checked at once (FileNotFoundError naming the path, ValueError for inputs holding no file); a
+    corpus that yields no sentence raises ValueError at the end of the stream.
     """
     files = iter_files(paths, exclude=exclude)
     jsonl = {f for f in files if _is_jsonl(f)}  # a JSON array is refused now, not after the files before it
@@ -175,7 +175,7 @@ def _documents(files: list[Path], jsonl: set[Path], report: TextReport, cfg: Rea
             report.characters += sum(len(s) for s in doc)
             yield doc
     if report.documents == 0:
-        names = ", ".join(str(p) for p in files[:5]) or "no files"
+        names = ", ".join(str(p) for p in files[:5])  # iter_files gives at least one
         raise ValueError(f"empty corpus: no sentences found in {names} ({report.skipped} skipped)")
 
 
