@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from litebert.tasks import squad_eval as se
 from litebert.tasks.classification import read_labeled_table
 from litebert.tasks.common import Report
 from litebert.tasks.conll import chunks, entity_scores, read_conll
 from litebert.tasks.race import read_race
 from litebert.tasks.similarity import read_lee, read_scored_pairs
-from litebert.tasks.squad import read_squad
+from litebert.tasks.squad import IMPOSSIBLE_WITH_ANSWERS, gold_dataset, read_squad
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
 
@@ -267,6 +268,18 @@ def test_scored_pairs_and_real_lee(shared_data):
     assert lee[0][:2] == (0, 1) and lee[0][2] == pytest.approx(0.3)
 
 
+def test_labelled_pairs_read_korean_class_names_typed_decomposed_as_one_class(tmp_path):
+    path = tmp_path / "nli.tsv"
+    nfd = "\u1112\u1161\u11b7\u110b\u1174"  # 함의 decomposed, as macOS saves it
+    path.write_text(f"sentence1\tsentence2\tlabel\n비가 온다\t날씨가 궂다\t함의\n해가 뜬다\t밤이다\t모순\n"
+                    f"눈이 온다\t춥다\t{nfd}\n")  # fmt: skip
+    pairs = read_scored_pairs(path, ("sentence1", "sentence2"), "label", numeric=False)
+    assert [p.score for p in pairs] == ["함의", "모순", "함의"]
+    path.write_text("sentence1\tsentence2\tlabel\n비가 온다\t날씨가 궂다\t함의\n해가 뜬다\t밤이다\t \n")
+    with pytest.raises(ValueError, match=r"nli.tsv: line 3: empty label in column 'label'"):
+        read_scored_pairs(path, ("sentence1", "sentence2"), "label", numeric=False)
+
+
 def test_spreadsheet_bom_non_finite_scores_and_bad_race_answers(tmp_path):
     bom = tmp_path / "bom.csv"
     bom.write_bytes("\ufeffsentence,label\ngood,pos\n".encode())  # as Excel writes "CSV UTF-8"
@@ -431,6 +444,46 @@ def test_squad_v2_question_without_is_impossible_follows_its_answers(tmp_path):
     path.write_text(json.dumps(data))
     examples, v2 = read_squad(path, training=True)
     assert v2 and [ex.is_impossible for ex in examples] == [False, True]
+
+
+def _squad_file(path: Path, qas: list[dict], version: str | None) -> Path:
+    data = {"data": [{"paragraphs": [{"context": "The captain was Ahab.", "qas": qas}]}]}
+    path.write_text(json.dumps({**data, **({"version": version} if version else {})}))
+    return path
+
+
+@pytest.mark.parametrize("version", [None, "v2.0"])
+def test_squad_reader_and_scorer_take_one_version_and_the_same_golds(tmp_path, version):
+    # Odd questions a hand-made file holds: marked impossible yet given answers, and (undeclared) marked
+    # answerable yet without answers. The task's scoring and `litebert evaluate --predictions` (the official
+    # scorer's reading) must agree on the version and on every gold.
+    ahab = [{"text": "Ahab", "answer_start": 16}]
+    qas = [{"id": "a", "question": "Who?", "answers": ahab},
+           {"id": "b", "question": "Who, again?", "is_impossible": True, "answers": ahab}]  # fmt: skip
+    if version is None:
+        qas.append({"id": "c", "question": "Why?", "is_impossible": False, "answers": []})
+    path = _squad_file(tmp_path / "s.json", qas, version)
+    report = Report(str(path))
+    examples, v2 = read_squad(path, report=report)
+    assert v2 and se.dataset_version(json.loads(path.read_text())) == "2.0"
+    assert examples[1].is_impossible and examples[1].answers == [("Ahab", 16)]  # scored against its answers
+    assert report.to_dict()[IMPOSSIBLE_WITH_ANSWERS] == 1
+    for preds in ({"a": "Ahab", "b": "", "c": ""}, {"a": "Ahab", "b": "Ahab", "c": "x"}):
+        (tmp_path / "p.json").write_text(json.dumps(preds))
+        scorer = se.evaluate_files(path, tmp_path / "p.json")
+        assert scorer.pop("version") == "2.0" and scorer.pop("metric") == "squad"
+        assert se.evaluate(gold_dataset(examples), preds, version="2.0") == scorer
+    if version:  # training: an impossible question is learnt as "no answer", as run_squad.py does
+        train, _ = read_squad(path, training=True)
+        assert train[1].is_impossible and train[1].answers == []
+
+
+def test_an_undeclared_squad_file_is_v2_when_a_question_has_no_answers_even_if_not_marked(tmp_path):
+    qas = [{"id": "a", "question": "Who?", "answers": [{"text": "Ahab", "answer_start": 16}]}]
+    path = _squad_file(tmp_path / "s.json", qas, None)
+    assert read_squad(path)[1] is False and se.dataset_version(json.loads(path.read_text())) == "1.1"
+    path = _squad_file(tmp_path / "s.json", [*qas, {"id": "c", "question": "Why?", "is_impossible": False}], None)
+    assert read_squad(path)[1] is True and se.dataset_version(json.loads(path.read_text())) == "2.0"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ linear classifier on (u, v, |u - v|), scored by accuracy; the embeddings are sti
 from __future__ import annotations
 
 import math
+import unicodedata
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,10 @@ def read_scored_pairs(
     columns = [*text_columns, *([score_column] if score_column else [])]
     for line, row in read_table(path, columns, labelled=score_column is not None):
         score: float | str | None = row[score_column].strip() if score_column else None
+        if score is not None and not numeric:
+            if not score:
+                raise ValueError(f"{path}: line {line}: empty label in column {score_column!r}")
+            score = unicodedata.normalize("NFC", score)  # a class name saved decomposed (NFD) is the same class
         if score is not None and numeric:
             try:
                 score = float(score)

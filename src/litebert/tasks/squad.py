@@ -31,6 +31,11 @@ from litebert.tasks.base import TaskData
 from litebert.tasks.common import Report, TokenizerLike, json_type, open_text
 from litebert.tasks.squad_eval import dataset_metric, declared_version, evaluate
 
+IMPOSSIBLE_WITH_ANSWERS = (
+    "question marked impossible but given answers (trained as unanswerable, as run_squad.py does; scored against "
+    "its answers, as the official scorer does)"
+)
+
 
 @dataclass
 class SquadExample:
@@ -89,12 +94,16 @@ def _read(path: str | Path, training: bool, report: Report | None) -> tuple[list
                 if training and version == "1.1" and not ex.answers:  # nothing to learn: v1.1 never abstains
                     report.add("question without answers in a SQuAD v1.1 file (not used for training)", ex.qid)
                     continue
+                if ex.is_impossible and qa.get("answers"):
+                    report.add(IMPOSSIBLE_WITH_ANSWERS, ex.qid)
                 out.append(ex)
     if not seen:
         raise ValueError(f"{path}: no questions")
     if warn:
         report.warn()
-    version_2 = version == "2.0" if version else any(ex.is_impossible for ex in out)
+    # the scorer's rule (squad_eval.dataset_version): undeclared, a file is 2.0 when a question is marked
+    # impossible or has no answers
+    version_2 = version == "2.0" if version else any(ex.is_impossible or not ex.answers for ex in out)
     return out, version_2, dataset_metric(data)
 
 
@@ -131,8 +140,8 @@ def _example(
         impossible = False  # v1.1 has no unanswerable questions: run_squad.py reads is_impossible for 2.0 only
     else:
         impossible = not answers if impossible is None else impossible
-        if impossible and version == "2.0":
-            answers = []  # v2.0 keeps plausible answers apart; an impossible question has none
+        if impossible and training:
+            answers = []  # run_squad.py trains an impossible question as "no answer", whatever its answers say
         if training and not impossible and not answers:
             raise ValueError(f"{where}: 'is_impossible' is false but 'answers' is empty (training needs an answer)")
     pairs = [(a["text"], _answer_start(a, n, where, training)) for n, a in enumerate(answers)]
