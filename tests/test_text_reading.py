@@ -56,3 +56,14 @@ def test_a_long_line_with_many_invalid_bytes_is_read_in_linear_time(tmp_path):
     assert report.invalid_bytes == 350_000 and docs[0][-1] == "ab\ufffd" * 350_000 and len(docs[0]) == 501
     assert report.messages[:2] == [f"{tmp_path / 'a.txt'}:501: invalid UTF-8 at byte offset {9000 + k}, replaced"
                                    for k in (2, 5)]  # fmt: skip
+
+
+def test_a_line_of_invisible_characters_only_separates_documents_as_a_blank_one_does(tmp_path):
+    # Scraped text often separates posts with a line holding a zero-width space or a stray byte-order mark.
+    path = tmp_path / "a.txt"
+    path.write_text("첫 글이다.\n\u200b\nSecond post.\n \ufeff\t\nThird\u200b post.\n\n\u2060\nFourth.\n")
+    expected = [["첫 글이다."], ["Second post."], ["Third\u200b post."], ["Fourth."]]
+    for config in (ReadConfig(), ReadConfig(split=False), ReadConfig(join_lines=True)):
+        assert list(read_documents(path, config=config)) == expected
+    path.with_suffix(".jsonl").write_text(json.dumps({"text": "One.\n\u200b\nTwo."}) + "\n")
+    assert list(read_documents(path.with_suffix(".jsonl"), config=ReadConfig(join_lines=True))) == [["One.", "Two."]]

@@ -68,6 +68,12 @@ def drop_invisible(text: str) -> str:
     return text.translate(table) if search(text) else text
 
 
+def is_blank(text: str) -> bool:
+    """Whether `text` shows nothing: whitespace and invisible characters only (a line holding a zero-width space
+    or a byte-order mark separates documents as an empty one does; the tokenizer would drop it anyway)."""
+    return not text.strip() or (not text.isascii() and not drop_invisible(text).strip())
+
+
 @cache
 def _unstable_char():
     """`search` of a regex finding a character that NFKD -> drop marks -> NFC may change.

@@ -21,14 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from litebert.files import READ_ERRORS, check_input_file, format_suffix, make_dir, open_bytes
+from litebert.normalize import is_blank
 from litebert.rawlines import lines, not_text
 from litebert.sentences import split_sentences, wrap_between_words
 
 log = logging.getLogger("litebert.text")
 
 # What a corpus yields changes with the reading and sentence-splitting rules; data builds record this number, so
-# that a build is never resumed (or reused) under other rules. Raise it with any change to what is read.
-READER_VERSION = 4
+# that a build is never resumed (or reused) under other rules. Raise it with any change to what is read (or to
+# how examples are cut and masked from it).
+READER_VERSION = 5
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _MAX_MESSAGES = 200
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -207,7 +209,7 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
         if final:
             if cfg.split:
                 doc.extend(split_sentences(pending, cfg.language))
-            elif pending.strip():
+            elif not is_blank(pending):
                 doc.append(" ".join(pending.split()))
             pending = ""
             return
@@ -232,7 +234,7 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
     size_from = 0
     cut_note = ""  # the last cut's note, said once text follows the cut: a document that ends there was not cut
     for line_no, text, complete in lines(path, report, cfg.chunk_bytes):
-        if complete and not continuing and not text.strip():
+        if complete and not continuing and is_blank(text):
             if cfg.blank_lines_wrap:
                 continue  # a wrap, joined like any other line
             flush(True)
@@ -317,7 +319,7 @@ def _record_paragraphs(text: str, cfg: ReadConfig) -> list[str]:
         return text.splitlines()
     paragraphs, pending = [], ""
     for line in text.splitlines():
-        if not line.strip():
+        if is_blank(line):
             if not cfg.blank_lines_wrap:
                 paragraphs.append(pending)
                 pending = ""
@@ -335,7 +337,7 @@ def _join_wrapped(pending: str, line: str, cfg: ReadConfig) -> str:
 
 def _paragraph(text: str, cfg: ReadConfig) -> list[str]:
     if not cfg.split:
-        return [" ".join(text.split())] if text.strip() else []
+        return [] if is_blank(text) else [" ".join(text.split())]
     return split_sentences(text, cfg.language)
 
 
