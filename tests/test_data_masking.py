@@ -140,3 +140,24 @@ def test_static_masks_in_chunks_are_consistent(examples, tok, monkeypatch):
         assert real.sum() >= 1 and (plain.input_ids[pos] == static.masked_labels[k][real]).all()
         untouched = np.setdiff1d(np.arange(static.offsets[k], static.offsets[k + 1]), pos)
         assert (static.input_ids[untouched] == plain.input_ids[untouched]).all()
+
+
+def test_text_written_without_spaces_is_masked_at_the_full_rate(tmp_path):
+    # Chinese and Japanese put no space between words: were a "word" everything from one "▁" to the next, it
+    # would be a whole clause, too long for the budget, and far fewer than 15% of the pieces would be masked.
+    from litebert.tokenizer_train import train_tokenizer
+
+    rng = np.random.default_rng(0)
+    chars = list("我们今天去公园散步天气很好朋友一起吃饭学习工作时间东京大阪のはがをにでとへ")
+    words = ["".join(rng.choice(chars, size=rng.integers(1, 4))) for _ in range(300)]
+    docs = [["".join(rng.choice(words, size=rng.integers(10, 30))) + "。" for _ in range(8)] for _ in range(60)]
+    (tmp_path / "zh.txt").write_text("\n\n".join("\n".join(d) for d in docs) + "\n")
+    train_tokenizer(tmp_path / "zh.txt", tmp_path / "tok", vocab_size=200)
+    tok = Tokenizer.load(tmp_path / "tok")
+    assert all(tok.word_start_mask[i] for i, p in enumerate(tok.pieces) if any(c in chars for c in p))
+    documents = Documents.from_lists([tok.encode_batch(d) for d in docs])
+    pairs = create_pairs(documents, np.random.default_rng(1), max_seq_length=128, short_seq_prob=0.0, objective="sop")
+    ids, offsets = assemble(documents.tokens, pairs, tok.cls_id, tok.sep_id)[:2]
+    masked, rules = _mask(ids, offsets, tok, np.random.default_rng(2))
+    real = (ids != tok.cls_id) & (ids != tok.sep_id)
+    assert (masked.labels != -100).sum() / real.sum() > 0.145  # min(20, round(0.15 * length)) of each

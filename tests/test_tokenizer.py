@@ -313,12 +313,16 @@ def test_train_cli_and_errors(tmp_path, shared_data, capsys):
 
 
 def test_a_corpus_of_invisible_characters_is_an_empty_corpus(tmp_path):
-    # Lines of zero-width spaces and soft hyphens are sentences when read, and nothing once normalised:
+    # Lines of lone combining accents are sentences when read, and nothing once normalised (accents stripped):
     # sentencepiece stopped on its internal check "[!sentences_.empty()]".
-    (tmp_path / "zw.txt").write_text("\u200b\u200b\n\n\u00ad\n")
+    (tmp_path / "zw.txt").write_text("\u0301\u0301\n\n\u0302\n")
     with pytest.raises(ValueError, match=r"empty corpus: none of the 2 sentences read from 1 file\(s\) is left"):
         train_tokenizer([tmp_path / "zw.txt"], tmp_path / "tok", vocab_size=100)
     assert not (tmp_path / "tok").exists()
+    # Lines of zero-width spaces and soft hyphens show nothing: they are blank lines, not sentences.
+    (tmp_path / "zw.txt").write_text("\u200b\u200b\n\n\u00ad\n")
+    with pytest.raises(ValueError, match=r"empty corpus: no sentences found in .*zw.txt"):
+        train_tokenizer([tmp_path / "zw.txt"], tmp_path / "tok", vocab_size=100)
 
 
 def _spans(tok: Tokenizer, ids: list[int]) -> list[tuple[int, int]]:

@@ -43,6 +43,18 @@ class Encoding:
     token_type_ids: list[int]
 
 
+# Scripts written without spaces between words (by the names of their letters: CJK ideographs, kana, ...)
+_UNSPACED = (
+    "CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH", "HIRAGANA", "KATAKANA", "HALFWIDTH KATAKANA", "BOPOMOFO",
+    "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN",
+)  # fmt: skip
+
+
+def unspaced_script(char: str) -> bool:
+    """Whether `char` is a letter of a script written without spaces between words (Hangul is not one)."""
+    return not char.isascii() and char.isalpha() and unicodedata.name(char, "").startswith(_UNSPACED)
+
+
 class Tokenizer:
     """Encode/decode with a SentencePiece model and litebert's normalisation (see module docstring)."""
 
@@ -108,11 +120,16 @@ class Tokenizer:
         is, up to punctuation inside it: "체포·구속" is the words "체포" and "·구속", as "well-known" is "well" and
         "-known"; a lone "▁" before punctuation is a word of its own, as in the official rule. "<unk>" stands for
         characters of the word it is in (a rare syllable: "▁" "서" "<unk>" "에서" is "서울에서"), so it starts no
-        word: the official rule's "<" would cut the eojeol in two and mask a lone "▁"."""
+        word: the official rule's "<" would cut the eojeol in two and mask a lone "▁". In scripts written without
+        spaces (Chinese, Japanese, Thai, ...) a "word" would be a whole clause, so there the official rule holds:
+        a piece holding such a character starts a word."""
         mask = np.zeros(self.vocab_size, dtype=bool)
         for i, piece in enumerate(self.pieces):
             mask[i] = (
-                piece.startswith("▁") or i in self.special_ids or all(unicodedata.category(c)[0] in "PS" for c in piece)
+                piece.startswith("▁")
+                or i in self.special_ids
+                or all(unicodedata.category(c)[0] in "PS" for c in piece)
+                or any(map(unspaced_script, piece))
             )
         mask[self.unk_id] = False
         return mask
