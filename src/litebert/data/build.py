@@ -303,6 +303,13 @@ def build(
             "size of the largest documents lets them come from others",
             stacklevel=2,
         )
+    if config.objective != "none" and totals["one_document_splits"]:
+        warnings.warn(
+            f"{out}: in {totals['one_document_splits']:,} of the {totals['windows']:,} windows the training or the "
+            "held-out split holds a single document, so that split's random segments come from the same document "
+            f"(a larger --window-chars than {config.window_chars:,} puts more documents in a window)",
+            stacklevel=2,
+        )
     return manifest
 
 
@@ -320,7 +327,7 @@ def _no_text(out: Path, identity: dict) -> None:
 
 def _consume(results: Iterator, writers: dict, known: list[dict], done: dict, log, progress: bool) -> dict:
     """Feed window results to the writers in order; return running totals (flat in memory and time)."""
-    totals = dict.fromkeys((*_TOTALS, "windows", "one_document_windows"), 0)
+    totals = dict.fromkeys((*_TOTALS, "windows", "one_document_windows", "one_document_splits"), 0)
     last_alone = False
     start = time.perf_counter()
     with tqdm(desc="data build", unit="doc", disable=not progress, dynamic_ncols=True) as bar:
@@ -333,6 +340,8 @@ def _consume(results: Iterator, writers: dict, known: list[dict], done: dict, lo
             totals["windows"] += 1
             totals["one_document_windows"] += last_alone  # the window before this one
             last_alone = counts["documents"] == 1
+            held, n = counts["eval_documents"], counts["documents"]
+            totals["one_document_splits"] += n > 1 and 1 in (held, n - held)
             bar.update(counts["documents"])
             bar.set_postfix_str(f"{totals['tokens'] / max(time.perf_counter() - start, 1e-9):,.0f} tokens/s")
     return totals

@@ -166,11 +166,15 @@ def window_examples(
     out; training documents get dupe_factor passes, held-out ones a single pass (duplicating them would only
     repeat the same evaluation). A small corpus still gets a held-out split: when the first window draws none
     of its two or more documents though its share rounds to one or more (documents x eval_fraction >= 0.5),
-    the one with the lowest draw is held out."""
+    the one with the lowest draw is held out. With pairs, a window of four or more documents never holds out one:
+    the random segments of a split (NSP's random next, SOP's one-sentence chunks) come from its other
+    documents, and a lone held-out document would pair with itself; the next lowest draw joins it."""
     draws = window_rng(config.seed, index, _EVAL_SPLIT).random(len(docs))
     is_eval = draws < config.eval_fraction
     if index == 0 and len(docs) >= 2 and len(docs) * config.eval_fraction >= 0.5 and not is_eval.any():
         is_eval[np.argmin(draws)] = True
+    if config.objective != "none" and is_eval.sum() == 1 and len(docs) >= 4:
+        is_eval[np.argsort(draws)[1]] = True
     out = []
     for chosen, passes, pairs_key, masks_key in (
         (~is_eval, config.dupe_factor, _TRAIN_PAIRS, _TRAIN_MASKS),
