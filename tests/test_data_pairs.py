@@ -168,3 +168,30 @@ def test_none_examples_never_start_or_end_inside_with_a_separator():
             assert ex[1] != SEP and ex[-2] != SEP, ex  # no leading or trailing separator inside
         words = batch.input_ids[~np.isin(batch.input_ids, [CLS, SEP])]
         assert sorted(words.tolist()) == sorted(docs.tokens.tolist())  # every token once
+
+
+def test_sentences_longer_than_a_pair_are_cut_into_pieces_that_pair_with_each_other():
+    # Text without sentence ends (here a 3,000-token "sentence" per document) was trimmed to one pair per
+    # sentence: ~3% of its tokens reached the examples, and every pair was a one-sentence chunk with a random B.
+    from litebert.data.config import DataConfig
+    from litebert.data.examples import Vocab, make_examples
+
+    rng = np.random.default_rng(0)
+    word_start = np.zeros(1000, dtype=bool)
+    word_start[500:] = True  # ids 500-999 start a word, 10-499 continue one
+    docs = Documents.from_lists([[rng.integers(10, 1000, 3000)], [rng.integers(10, 1000, 40)] * 3] * 4)
+    cut = docs.with_long_sentences_cut(125, word_start)
+    assert (cut.tokens == docs.tokens).all() and len(cut) == len(docs)
+    for d in range(len(docs)):  # each document still holds the same tokens
+        assert cut.sent_offsets[cut.doc_offsets[d]] == docs.sent_offsets[docs.doc_offsets[d]]
+    pieces = np.diff(cut.sent_offsets)
+    assert pieces.max() <= 62 and (pieces == 40).sum() == 12  # short sentences untouched
+    inner = np.setdiff1d(cut.sent_offsets, docs.sent_offsets)
+    assert word_start[cut.tokens[inner]].mean() > 0.99  # cut where a word starts (all but a 62-token run)
+    vocab = Vocab(vocab_size=1000, cls_id=CLS, sep_id=SEP, mask_id=4, pad_id=0, word_start=word_start)
+    config = DataConfig(max_seq_length=128, objective="sop", dupe_factor=1, short_seq_prob=0.0)
+    batch = make_examples(docs, config, vocab, passes=1, pair_rng=rng, mask_rng=np.random.default_rng(1))
+    # Most tokens are used (8% before): what is lost is each chunk's overshoot of the target, which the official
+    # chunking trims, as it does for the documents of 40-token sentences here
+    assert batch.offsets[-1] - 3 * len(batch.a_len) > 0.6 * len(docs.tokens)
+    assert 0.4 < batch.label.mean() < 0.6  # ordered and swapped pieces, not all random pairs

@@ -112,6 +112,8 @@ def make_examples(
     shuffled = docs.select(pair_rng.permutation(len(docs)))
     if config.objective == "none":  # packs run across documents, with a [SEP] between them
         shuffled = shuffled.with_separators(vocab.sep_id)
+    else:  # a sentence longer than a pair (max_num_tokens) becomes pieces that pair with each other
+        shuffled = shuffled.with_long_sentences_cut(config.max_seq_length - 3, vocab.word_start)
     all_pairs = [
         create_pairs(
             shuffled,

@@ -77,6 +77,34 @@ class Documents:
             doc_offsets=self.doc_offsets.copy(),
         )
 
+    def with_long_sentences_cut(self, longest: int, word_start: np.ndarray) -> Documents:
+        """The same documents, each sentence longer than ``longest`` tokens cut into consecutive pieces of at most
+        ``longest // 2``, each cut at the last word start it can (``word_start[token id]``), else mid-word.
+
+        Pairs are made of whole sentences, and a sentence longer than a pair was trimmed to it: text without
+        sentence ends (a transcript, a list, a language the splitter does not know) lost nearly all its tokens,
+        and its one-sentence chunks were all random pairs. Half-length pieces make chunks of two or more, so such
+        a sentence turns into ordered (or swapped) pairs of its own consecutive pieces and every token is used."""
+        lengths = np.diff(self.sent_offsets)
+        long = np.flatnonzero(lengths > longest)
+        if not len(long):
+            return self
+        piece = max(1, longest // 2)
+        cuts, per_sentence = [], np.zeros(len(lengths), dtype=np.int64)
+        for s in long.tolist():
+            start, end = int(self.sent_offsets[s]), int(self.sent_offsets[s + 1])
+            while end - start > piece:
+                starts = np.flatnonzero(word_start[self.tokens[start + 1 : start + piece + 1]])
+                start = start + 1 + int(starts[-1]) if len(starts) else start + piece
+                cuts.append(start)
+                per_sentence[s] += 1
+        shift = np.concatenate(([0], np.cumsum(per_sentence)))
+        return Documents(
+            tokens=self.tokens,
+            sent_offsets=np.sort(np.concatenate((self.sent_offsets, np.array(cuts, dtype=np.int64)))),
+            doc_offsets=self.doc_offsets + shift[self.doc_offsets],
+        )
+
     def __len__(self) -> int:
         return len(self.doc_offsets) - 1
 
