@@ -102,3 +102,22 @@ def test_eval_is_one_finite_pass(dynamic):
         assert (ids[: len(ex["input_ids"])].numpy() == ex["input_ids"]).all()
     again = list(PretrainingBatches(dynamic, batch_size=7, split="eval"))
     assert all(torch.equal(x["masked_positions"], y["masked_positions"]) for x, y in zip(batches, again, strict=True))
+
+
+def test_an_epoch_visits_every_example_once_and_a_batch_mixes_many_shards(shared_data, tokenizer_dir, tmp_path):
+    # Shard by shard, a batch held the examples of one shard, one part of one window: a text's dupe_factor
+    # copies sat in the same batches. Blocks of BLOCK_SHARDS shards are shuffled as one.
+    from litebert.data.collate import BLOCK_SHARDS
+
+    files = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:6]
+    config = DataConfig(max_seq_length=64, examples_per_shard=20, window_chars=20_000, dupe_factor=2)
+    build(files, tokenizer_dir, tmp_path, config, read_config=ReadConfig(documents="file"), progress=False)
+    batches = PretrainingBatches(tmp_path, batch_size=32, seed=3)
+    shards = batches.reader.shards
+    n = len(shards)
+    assert BLOCK_SHARDS < len(shards.sizes) < 2 * BLOCK_SHARDS  # two blocks, the last one partial
+    order = [batches._locate(p)[0] for p in range(2 * n)]
+    assert sorted(order[:n]) == list(range(n)) == sorted(order[n:]) and order[:n] != order[n:]
+    first_block = int(shards.sizes[batches._epoch_order[0][:BLOCK_SHARDS]].sum())
+    per_batch = [len({shards.locate(i)[0] for i in order[k : k + 32]}) for k in range(0, first_block - 31, 32)]
+    assert min(per_batch) >= BLOCK_SHARDS // 2  # 32 examples of one block come from many of its 16 shards

@@ -8,7 +8,7 @@ seed and the window boundaries only, never on the number of workers. At most ``2
 flight, so memory is bounded by a few windows plus one shard, whatever the corpus size.
 
 Memory-bounded shuffling (the official code shuffles the whole corpus in RAM): documents are shuffled, drawn as
-random "other documents" and their examples shuffled within a window; the batch reader reshuffles shards and
+random "other documents" and their examples shuffled within a window; the batch reader reshuffles blocks of shards and
 examples every epoch (collate.py).
 
 Resume: ``windows.jsonl`` records the example counts of every finished window and complete shards are only

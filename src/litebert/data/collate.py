@@ -5,8 +5,10 @@ reader seed, split, epoch, example index) (RoBERTa's dynamic masking, reproducib
 whatever the number of processes and after any resume.
 
 Order: the train split is an endless stream of epochs; epoch e visits the shards in a seeded random order and
-the examples of each shard in a seeded random order (bounded memory: one shard's permutation at a time, rather
-than a permutation of the whole corpus). Global batch b is stream positions [b*G, (b+1)*G) with G = batch_size *
+the examples of each block of BLOCK_SHARDS consecutive shards of that order in one seeded random order (bounded
+memory: one block's permutation at a time, rather than one of the whole corpus; a build writes a window's
+dupe_factor copies of its text next to each other, and shuffling shard by shard put ~10 copies of a text in each
+batch of 4,096 from one 16,384-example shard). Global batch b is stream positions [b*G, (b+1)*G) with G = batch_size *
 world_size, and rank r takes its r-th slice of batch_size, so ranks see disjoint parts of every global batch
 and a corpus smaller than one batch simply wraps into the next epoch. The eval split is one pass in stored
 order; its last batch may be short.
@@ -27,6 +29,8 @@ from litebert.data.config import DataConfig
 from litebert.data.examples import Vocab, example_rng, mask_examples
 from litebert.data.shards import MANIFEST, WORD_START, ShardSet, check_tokenizer, load_array, read_manifest
 
+BLOCK_SHARDS = 16  # shards whose examples are shuffled together (ShardSet keeps them all mapped)
+
 
 class _Reader:
     """Examples of one split as dicts of numpy arrays, with static masks or dynamic masks per epoch."""
@@ -38,7 +42,7 @@ class _Reader:
             checksum = tokenizer.checksum if hasattr(tokenizer, "checksum") else _load_checksum(tokenizer)
             check_tokenizer(self.manifest, checksum, self.dir)
         self.split, self.seed = split, seed
-        self.shards = ShardSet(self.dir, split, self.manifest)
+        self.shards = ShardSet(self.dir, split, self.manifest, cache=BLOCK_SHARDS + 1)
         config = DataConfig(**self.manifest["settings"])
         self.max_len, self.max_predictions = config.max_seq_length, config.max_predictions_per_seq
         self.static = config.masking == "static"
@@ -199,19 +203,23 @@ class PretrainingBatches(torch.utils.data.IterableDataset):
         return self._epoch_index(epoch, i), epoch
 
     def _epoch_index(self, epoch: int, i: int) -> int:
+        """Example index at position i of epoch `epoch`: the shards in a seeded order, and the examples of each
+        block of BLOCK_SHARDS consecutive shards of that order in one seeded permutation."""
         shards = self.reader.shards
         if self._epoch_key != epoch:
             order = np.random.default_rng(np.random.SeedSequence(self.reader.entropy, spawn_key=(2, epoch)))
             perm = order.permutation(len(shards.sizes))
             self._epoch_key, self._epoch_order = epoch, (perm, np.cumsum(shards.sizes[perm]))
         perm, ends = self._epoch_order
-        j = int(np.searchsorted(ends, i, side="right"))
-        s = int(perm[j])
-        if self._perm_key != (epoch, s):
-            rng = np.random.default_rng(np.random.SeedSequence(self.reader.entropy, spawn_key=(3, epoch, s)))
-            self._perm_key, self._perm = (epoch, s), rng.permutation(int(shards.sizes[s]))
-        within = i - (int(ends[j - 1]) if j else 0)
-        return int(shards.starts[s]) + int(self._perm[within])
+        block = int(np.searchsorted(ends, i, side="right")) // BLOCK_SHARDS
+        first = int(ends[block * BLOCK_SHARDS - 1]) if block else 0
+        if self._perm_key != (epoch, block):
+            last = int(ends[min((block + 1) * BLOCK_SHARDS, len(perm)) - 1])
+            rng = np.random.default_rng(np.random.SeedSequence(self.reader.entropy, spawn_key=(3, epoch, block)))
+            self._perm_key, self._perm = (epoch, block), rng.permutation(last - first)
+        k = first + int(self._perm[i - first])  # a position in the shards' order, within the same block
+        j = int(np.searchsorted(ends, k, side="right"))
+        return int(shards.starts[perm[j]]) + k - (int(ends[j - 1]) if j else 0)
 
     def collate(self, items: list[tuple[int, int]]) -> dict[str, torch.Tensor]:
         """Pad the examples at (index, epoch) into one batch of tensors."""
