@@ -71,7 +71,10 @@ def drop_invisible(text: str) -> str:
 def is_blank(text: str) -> bool:
     """Whether `text` shows nothing: whitespace and invisible characters only (a line holding a zero-width space
     or a byte-order mark separates documents as an empty one does; the tokenizer would drop it anyway)."""
-    return not text.strip() or (not text.isascii() and not drop_invisible(text).strip())
+    shown = text.strip()
+    if not shown or shown.isascii() or shown[0].isalnum():  # the usual lines, decided without a scan
+        return not shown
+    return not drop_invisible(shown).strip()
 
 
 @cache
