@@ -177,6 +177,41 @@ def test_transformers_checkpoint_missing_backbone_tensor_is_named(tmp_path):
         litebert.load(tmp_path / "hf")
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("num_hidden_layers", "4", r"num_layers must be a positive integer, got '4'"),
+        ("num_hidden_layers", None, r"num_layers must be a positive integer, got None"),
+        ("hidden_act", ["gelu"], r"hidden_act must be one of .*, got \['gelu'\]"),
+        ("tie_word_embeddings", "false", r"tie_word_embeddings must be true or false, got 'false'"),
+    ],
+)
+def test_a_wrong_typed_transformers_config_field_is_named(tmp_path, field, value, message):
+    litebert.save(litebert.AlbertForPretraining(litebert.ModelConfig(**SMALL, num_layers=2)), tmp_path / "ours")
+    hf.export_hf(tmp_path / "ours", tmp_path / "hf")
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    (tmp_path / "hf" / "config.json").write_text(json.dumps({**config, field: value}))
+    with pytest.raises(ValueError, match=r"transformers config.json: .*" + message):
+        litebert.load(tmp_path / "hf")
+
+
+def test_an_mlm_bias_saved_only_as_the_decoder_bias_is_read(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    theirs = transformers.AlbertForMaskedLM(
+        transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                  num_attention_heads=4, intermediate_size=48, max_position_embeddings=64)
+    )  # fmt: skip
+    with torch.no_grad():
+        theirs.predictions.bias.normal_()
+    theirs.save_pretrained(tmp_path / "hf")
+    tensors = load_file(tmp_path / "hf" / "model.safetensors")
+    tensors["predictions.decoder.bias"] = tensors.pop("predictions.bias")
+    save_file(tensors, tmp_path / "hf" / "model.safetensors")
+    ours = litebert.load(tmp_path / "hf")
+    assert torch.equal(ours.state_dict()["mlm_head.bias"], theirs.predictions.bias.detach())
+
+
 class _NotATensor:  # a pickled object that weights_only loading must refuse
     pass
 

@@ -75,6 +75,17 @@ def test_missing_and_unexpected_tensors(saved):
         litebert.load(path)
 
 
+def test_a_litebert_config_missing_a_field_is_refused_not_filled_with_the_default(saved):
+    # Without "num_layers" a 4-layer all-shared model loaded as 12 layers (the weights fit): other outputs, silently.
+    _, path = saved
+    config = json.loads((path / "config.json").read_text())
+    del config["num_layers"], config["hidden_act"]
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"config.json: a litebert model's config without field\(s\) \['hidden_act', "
+                       r"'num_layers'\]"):  # fmt: skip
+        litebert.load(path)
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

@@ -116,22 +116,25 @@ _SAME_ACTIVATION = {
 def config_from_hf(data: dict[str, Any]) -> ModelConfig:
     """ModelConfig from a transformers AlbertConfig dict, with transformers' defaults for absent fields (as
     transformers reads it). transformers always has the E->H projection, and ties the MLM decoder."""
-    if data.get("tie_word_embeddings") is False:
+    tie = data.get("tie_word_embeddings", True)
+    if not isinstance(tie, bool):
+        raise ValueError(f"transformers config.json: tie_word_embeddings must be true or false, got {tie!r}")
+    if not tie:
         raise ValueError(
             "transformers config: tie_word_embeddings is false; litebert's MLM decoder is always the word "
             "embedding matrix (as ALBERT's), so an untied checkpoint cannot be represented"
         )
     data = {**_HF_DEFAULTS, **data}
-    data["hidden_act"] = _SAME_ACTIVATION.get(data["hidden_act"], data["hidden_act"])
+    if isinstance(data["hidden_act"], str):
+        data["hidden_act"] = _SAME_ACTIVATION.get(data["hidden_act"], data["hidden_act"])
     fields = {ours: data[theirs] for ours, theirs in _CONFIG_NAMES.items() if theirs in data}
-    sharing = "all"
-    layers, groups = fields["num_layers"], fields["num_hidden_groups"]
-    if layers > 1 and groups == layers and fields["inner_group_num"] == 1:
-        # Every layer its own group of one block: nothing is shared (how config_to_hf writes sharing "none").
-        sharing, fields["num_hidden_groups"] = "none", 1
-    return ModelConfig.from_dict(
-        {**fields, "sharing": sharing, "embedding_projection": True}, source="transformers config.json"
+    config = ModelConfig.from_dict(  # every field checked before its value is used
+        {**fields, "sharing": "all", "embedding_projection": True}, source="transformers config.json"
     )
+    if config.num_layers > 1 and config.num_hidden_groups == config.num_layers and config.inner_group_num == 1:
+        # Every layer its own group of one block: nothing is shared (how config_to_hf writes sharing "none").
+        config = dataclasses.replace(config, sharing="none", num_hidden_groups=1)
+    return config
 
 
 def config_to_hf(config: ModelConfig) -> dict[str, Any]:
@@ -196,6 +199,8 @@ def from_hf_state_dict(tensors: dict[str, torch.Tensor], config: ModelConfig) ->
                 f"transformers checkpoint: {derived} differs from {what} (an untied MLM decoder); litebert "
                 "ties them, as ALBERT does"
             )
+    if "predictions.bias" not in tensors and "predictions.decoder.bias" in tensors:  # the bias saved once, there
+        tensors = {**tensors, "predictions.bias": tensors["predictions.decoder.bias"]}
     tensors = {k: v for k, v in tensors.items() if k not in _DERIVED and not k.startswith(_TASK_HEADS)}
 
     def take(name: str) -> torch.Tensor:

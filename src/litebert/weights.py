@@ -3,6 +3,7 @@ loaded with every problem named (shape mismatch, missing or corrupt weights, bad
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -155,7 +156,11 @@ def _model_config(data: dict, where: Path) -> ModelConfig:
         from litebert import hf  # the only module that knows transformers' names
 
         return hf.config_from_hf(data)
-    return ModelConfig.from_dict({k: v for k, v in data.items() if k != "litebert"}, source=str(where))
+    fields = {k: v for k, v in data.items() if k != "litebert"}
+    missing = sorted({f.name for f in dataclasses.fields(ModelConfig)} - set(fields)) if data.get("litebert") else []
+    if missing:  # save() writes every field: defaults would build another model silently
+        raise ValueError(f"{where}: a litebert model's config without field(s) {missing} (damaged or edited?)")
+    return ModelConfig.from_dict(fields, source=str(where))
 
 
 def load_config(directory: str | Path) -> ModelConfig:
