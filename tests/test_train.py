@@ -408,3 +408,41 @@ def test_train_flops_count_every_block_run(overrides):
     with FlopCounterMode(display=False) as counter:
         model(ids, masked_positions=positions, masked_labels=labels, sentence_order_label=torch.zeros(B).long())
     assert train_flops_per_sequence(config, T, P) * B == 3 * counter.get_total_flops()
+
+
+def test_throughput_times_training_steps_only(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    # Evaluation and checkpoints ran inside the next log window: the step after them read ~80x slower.
+    from litebert.train import loop
+
+    clock = [0.0]
+    monkeypatch.setattr(loop.time, "perf_counter", lambda: clock[0])
+
+    def costing(seconds: float, real):  # noqa: ANN001, ANN202
+        def timed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            clock[0] += seconds
+            return real(*args, **kwargs)
+
+        return timed
+
+    monkeypatch.setattr(loop, "_optimizer_step", costing(1.0, loop._optimizer_step))
+    monkeypatch.setattr(loop, "_eval", costing(100.0, loop._eval))
+    monkeypatch.setattr(loop, "save_training_state", costing(50.0, loop.save_training_state))
+    run(tmp_path / "timed")
+    records = [json.loads(line) for line in (tmp_path / "timed" / "metrics.jsonl").read_text().splitlines()]
+    speeds = [r["tokens_per_s"] for r in records if r["split"] == "train"]
+    assert speeds == [4 * T] * 6  # a batch of 4 x 32 real tokens a (fake) second, after evaluations and saves too
+
+
+def test_step_tokens_are_the_real_ones_not_the_padding() -> None:
+    from types import SimpleNamespace
+
+    from litebert.train.loop import _batch_stats
+
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, 5:] = 0
+    labels = torch.tensor([[3, -100], [4, 5]])
+    batch = {"input_ids": torch.ones(2, 8, dtype=torch.long), "attention_mask": mask, "masked_labels": labels,
+             "sentence_order_label": torch.tensor([0, 1])}  # fmt: skip
+    out = SimpleNamespace(mlm_logits=torch.zeros(2, 2, V), sop_logits=torch.zeros(2, 2))
+    totals = _batch_stats(out, batch, torch.tensor(1.0))
+    assert totals[5] == 2 and totals[6] == 13 and totals[7] == 3  # sequences, real tokens, masked positions

@@ -209,12 +209,14 @@ def _train(
             if progress is not None:
                 progress.update(1)
                 progress.set_postfix(loss=f"{stats['loss']:.3f}", lr=f"{stats['lr']:.2e}", tok_s=window.tok_s)
+            paused = time.perf_counter()  # evaluation and saving are not training: left out of the throughput
             if step % cfg.eval_every == 0 or step == cfg.max_steps:
                 summary.eval = _eval(tr, eval_batches, step, logger)
             if step % cfg.save_every == 0 or step == cfg.max_steps:
                 metric = summary.eval.get("eval_loss") if summary.eval.get("step") == step else None
                 summary.checkpoint = save_training_state(run, tr.model, tr.optimizer, tr.scaler, batches, step,
                                                          metric, env, window.rows)  # fmt: skip
+            window.start += time.perf_counter() - paused
     finally:
         if progress is not None:
             progress.close()
@@ -297,10 +299,10 @@ def _batch_stats(out: Any, batch: dict[str, torch.Tensor], loss: torch.Tensor) -
         sop = batch.get("sentence_order_label")
         sop_valid = sop != -100 if sop is not None else torch.zeros(0, dtype=torch.bool)
         sop_correct = ((out.sop_logits.argmax(-1) == sop) & sop_valid).sum() if sop is not None else 0
-        ids = batch["input_ids"]
+        ids = batch["input_ids"]  # tokens: the real ones (padding is not computed)
         return torch.tensor(
             [float(loss.detach()), float(mlm_correct), float(valid.sum()), float(sop_correct),
-             float(sop_valid.sum()), ids.shape[0], ids.numel(), float(valid.sum())],
+             float(sop_valid.sum()), ids.shape[0], float(batch["attention_mask"].sum()), float(valid.sum())],
             dtype=torch.float64,
         )  # fmt: skip
 
