@@ -83,6 +83,23 @@ def test_fixture_sentences_are_real_text(shared_data):
             ['the proverb—"Corrupt as Lima."', "It bears out your saying."],
         ),
         ("  \n ", []),
+        # a sentence that ends with a number ends there (it was taken for a list label "15.")
+        ("It took effect on March 15. Critics objected.", ["It took effect on March 15.", "Critics objected."]),
+        ("He was aged 82. His wife survived him.", ["He was aged 82.", "His wife survived him."]),
+        ("It began on Jan. 5. It ended at 5 p.m.", ["It began on Jan. 5.", "It ended at 5 p.m."]),
+        ("It was approved in 2019. 2020 brought more.", ["It was approved in 2019.", "2020 brought more."]),
+        ("모델은 아이폰 15. 가격은 125만 원이다.", ["모델은 아이폰 15.", "가격은 125만 원이다."]),
+        ("최종 스코어는 2-1. 한국이 이겼다.", ["최종 스코어는 2-1.", "한국이 이겼다."]),
+        # ... but list items and Korean dates go on
+        ("on three points: 1. An express recognition.", ["on three points: 1. An express recognition."]),
+        ("1. 기본계획 2. 대외정책 3. 예산안", ["1. 기본계획 2. 대외정책 3. 예산안"]),
+        ("○ ’09. 12 관계가 격상되었다.", ["○ ’09. 12 관계가 격상되었다."]),
+        # the Korean verb of saying after a closing quote and a space, or glued to 』 and 〉
+        ("그는 “정말 좋다.” 하고 웃었다. 그녀도 웃었다.", ["그는 “정말 좋다.” 하고 웃었다.", "그녀도 웃었다."]),
+        ('그는 "가자!" 라고 외쳤다. 우리는 뛰었다.', ['그는 "가자!" 라고 외쳤다.', "우리는 뛰었다."]),
+        ("그는 『정말 좋다.』라고 썼다. 끝.", ["그는 『정말 좋다.』라고 썼다.", "끝."]),
+        ("그는 〈정말 좋다.〉라고 썼다. 끝.", ["그는 〈정말 좋다.〉라고 썼다.", "끝."]),
+        ("He paused… Then he continued.", ["He paused…", "Then he continued."]),  # "…" as "..."
     ],
 )
 def test_split_rules(text, expected):

@@ -18,17 +18,24 @@ _TERMINAL = re.compile("[.!?。．｡！？…‼⁇⁈⁉][\"'”’)\\]」』]
 # "가." ... "하." (the order of Korean statutes and bills), only as a whole segment: "어서 가." is a sentence.
 _LABEL = re.compile(r"\(?(?:\d{1,3}|[Ⅰ-Ⅻⅰ-ⅻ])[.)](?:[·⋅ㆍ・∼~-]\(?\d{1,3}[.)])*")  # and "Ⅱ." (Korean headings)
 _KO_LABEL = re.compile(r"[가나다라마바사아자차카타파하]\.")
-_CLOSERS = "\"'”’»)]}」』"
+_CLOSERS = "\"'”’»)]}」』》〉"
 # List markers opening a segment ("○", "□", "※", "-", "(1)", "(가)", "1)"): sentencex leaves a segment that
 # starts with one unsplit, so they are set aside while the rest is segmented (`_segment`). Bullets only: a run
 # of leader dots ("......") or other punctuation is text.
 _BULLETS = "○●◎◇◆□■△▲▽▼▶▷◀◁►※★☆•‣∙·ㆍ◦▪▫◾◽*+>→☞-–—"
 _LEAD_MARKER = re.compile(f"(?:(?:[{re.escape(_BULLETS)}]|\\(\\w{{1,3}}\\)|\\w{{1,2}}\\))\\s+)+")
-_LEAD_CLOSER = re.compile(f"([{re.escape(_CLOSERS)}]+)(?:\\s+|$)")  # a closing quote cut off its sentence
+# A closing quote cut off its sentence: before a space, or glued to the Korean verb of saying ("』라고 썼다").
+_LEAD_CLOSER = re.compile(f"([{re.escape(_CLOSERS)}]+)(?:\\s+|$|(?=[가-힣]))")
 _KO_LETTERS = "가나다라마바사아자차카타파하"
+# The month or day that goes on a Korean date ("2010." + "11. 12."), or a number's decimals.
+_YEAR, _MONTH = re.compile("(?:^|\\s)[’']?(?:\\d{2}|\\d{4})\\.$"), re.compile(r"\s*\d{1,2}(?:\s|$)")  # "’09. 12 "
+_DATE_PART = re.compile(r"\d{1,2}\.(?:\s|$|\(|\d)|[·⋅ㆍ・∼~～-] ?\(?\d")  # and "5." + "⋅6." (items 5 and 6)
+# A quote closed after its sentence's end, and the verb of saying that follows it after a space (Korean).
+_QUOTE_END = re.compile("[.!?…][\"'”’」』》〉]+$")
+_AFTER_QUOTE = re.compile(r"(?:하고|하며|하면서|하자|하더니|하는|라고|라며|라면서|라는|이라고|이라며|이라는)(?:\s|$)")
 _TRAILING_KO_LABEL = re.compile(f"\\s([{_KO_LETTERS}]\\.)\\s*$")  # "... 학교 다." where "다." opens the next item
 # A boundary sentencex leaves inside quoted speech: [.!?], closing quotes, space, then a capital (English).
-_INNER_BOUNDARY = re.compile("(?<=[.!?])[\"'”’)\\]]*\\s+(?=[\"'“‘(\\[]*[A-Z])")
+_INNER_BOUNDARY = re.compile("(?<=[.!?…])[\"'”’)\\]]*\\s+(?=[\"'“‘(\\[]*[A-Z])")
 _OPENED_WORD = re.compile("[\"'“‘(\\[]")
 _ABBREVIATION_WORDS = (
     "mr mrs ms dr st jr sr prof gen col capt lt sgt gov sen rep rev hon messrs mt ft vs etc no nos vol "
@@ -111,7 +118,8 @@ def _mend_edges(out: list[str], text: str) -> list[str]:
     for i in range(1, len(out)):
         closer = _LEAD_CLOSER.match(out[i])
         if closer and out[i - 1] and not out[i - 1][-1].isspace():
-            out[i - 1] = out[i - 1].rstrip() + closer.group(1) + " "
+            glued = closer.end() == closer.end(1) < len(out[i])  # "』라고": the verb stays glued to its quote
+            out[i - 1] = out[i - 1].rstrip() + closer.group(1) + ("" if glued else " ")
             out[i] = out[i][closer.end() :]
         label = _TRAILING_KO_LABEL.search(out[i - 1])
         if label and out[i].strip():
@@ -150,11 +158,32 @@ def _continues(prev: str, seg: str) -> bool:
     if (
         (first.islower() and not _HANGUL.match(before_end))
         or not _TERMINAL.search(tail)
-        or _LABEL.fullmatch(tail.rsplit(None, 1)[-1])
+        or _ends_with_label(tail, first)
         or _KO_LABEL.fullmatch(tail.strip())
     ):
         return True  # "Ha! ha!", a split at '․' (Korean name lists), a bare list label "1."
-    if tail[-2:-1].isdigit() and not (first.isupper() or first in "\"'“‘("):
-        return True  # Korean dates "2010. 11. 12." and numbered items "1. 총강"
+    if tail[-2:-1].isdigit() and (_DATE_PART.match(seg.lstrip()) or (_YEAR.search(tail) and _MONTH.match(seg))):
+        return True  # Korean dates "2010. 11. 12.", "’09. 12" ("March 15. Critics", "2019. 2020 brought": two)
+    if _QUOTE_END.search(tail) and _AFTER_QUOTE.match(seg.lstrip()):
+        return True  # '그는 “좋다.” 하고 웃었다.': the quote's verb, written after a space
     glued = not prev[-1:].isspace() and not seg[:1].isspace()
     return glued and tail[-1:] in _CLOSERS and bool(_HANGUL.match(first))
+
+
+def _ends_with_label(tail: str, first: str) -> bool:
+    """Whether `tail` ends with a bare list label ("1.", "(2)") that opens an item: the whole segment, or after a
+    sentence's end or a bullet. "on March 15." or "aged 82." ends a sentence with a number."""
+    words = tail.rsplit(None, 2)
+    if not _LABEL.fullmatch(words[-1]):
+        return False
+    before = words[-2] if len(words) > 1 else ""
+    ends = _TERMINAL.search(before) and before.rstrip(".").lower() not in _ABBREVIATIONS  # not "Jan. 5."
+    if len(words) == 1 or ends or before in _BULLETS or before in "∼~～" or before.endswith((":", "-", "—")):
+        return True  # "1. ∼ 3." (a range of items), "three points: 1. An ...", "It consists of- 1. The ..."
+    # A list's first item after a heading ("미첨부사유서 1. 재정수반요인..."), or its next item after the one before it
+    # ("... 운영 2."): "on March 1. Critics" and "aged 82." end sentences
+    number = re.fullmatch(r"\(?(\d{1,3})[.)]", words[-1])
+    n = int(number.group(1)) if number else 0
+    if n == 1:
+        return not first.isupper()
+    return n > 1 and re.search(f"(?:^|\\s)\\(?{n - 1}[.)]\\s", tail) is not None
