@@ -100,6 +100,7 @@ def test_fixture_sentences_are_real_text(shared_data):
         ("그는 『정말 좋다.』라고 썼다. 끝.", ["그는 『정말 좋다.』라고 썼다.", "끝."]),
         ("그는 〈정말 좋다.〉라고 썼다. 끝.", ["그는 〈정말 좋다.〉라고 썼다.", "끝."]),
         ("He paused… Then he continued.", ["He paused…", "Then he continued."]),  # "…" as "..."
+        ('"The answer was no. We left." Done.', ['"The answer was no.', 'We left."', "Done."]),
     ],
 )
 def test_split_rules(text, expected):

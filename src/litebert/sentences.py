@@ -140,7 +140,9 @@ def _split_quoted(seg: str) -> list[str]:
         # the word after any opening quote or bracket, glued on in Korean: "박사(Dr." ends "Dr."
         word = _OPENED_WORD.split(head.rsplit(None, 1)[-1])[-1] if head.strip() else ""
         core = word.rstrip(".!?")
-        is_abbrev = core.lower() in _ABBREVIATIONS or re.fullmatch(r"[A-Z]|(?:[A-Za-z]\.)+[A-Za-z]", core)
+        # "No." abbreviates only before a number, and a capital follows here: "The answer was no. We left."
+        known = core.lower() in _ABBREVIATIONS and core.lower() not in ("no", "nos")
+        is_abbrev = known or re.fullmatch(r"[A-Z]|(?:[A-Za-z]\.)+[A-Za-z]", core)
         if word.endswith(".") and (is_abbrev or _KO_LABEL.fullmatch(word)):  # "가. UAE측": an item label
             continue
         parts.append(seg[start : m.end()])
