@@ -101,6 +101,7 @@ def test_fixture_sentences_are_real_text(shared_data):
         ("그는 〈정말 좋다.〉라고 썼다. 끝.", ["그는 〈정말 좋다.〉라고 썼다.", "끝."]),
         ("He paused… Then he continued.", ["He paused…", "Then he continued."]),  # "…" as "..."
         ('"The answer was no. We left." Done.', ['"The answer was no.', 'We left."', "Done."]),
+        ("□ 그는 “좋다.”고 밝혔다. 정부는 검토한다. 끝.", ["□ 그는 “좋다.”고 밝혔다.", "정부는 검토한다.", "끝."]),
     ],
 )
 def test_split_rules(text, expected):

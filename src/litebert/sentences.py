@@ -89,12 +89,16 @@ def _segment(lang: str, text: str, depth: int = 0) -> list[str]:
     such a segment whole: "(5) 위의 수식을 보자. 비용이 발생한다." or "○ The cat sat. The dog ran."); then the
     repairs of segment edges (`_mend_edges`)."""
     out: list[str] = []
+    after_marker = False  # sentencex leaves the segments after a marker's unsplit too ("□ 그는 “...”고 했다. 끝.")
     for seg in (part for found in sentencex.segment(lang, text) for part in _split_ko_ellipsis(found)):
         marker = _LEAD_MARKER.match(seg)
         if marker and seg[marker.end() :].strip() and depth < 8:
             rest = _segment(lang, seg[marker.end() :], depth + 1)
             rest[0] = seg[: marker.end()] + rest[0]
             out.extend(rest)
+            after_marker = True
+        elif after_marker and depth < 8:
+            out.extend(_segment(lang, seg, depth + 1))
         else:
             out.append(seg)
     return _mend_edges(out, text) if depth == 0 else out
