@@ -27,7 +27,8 @@ _LEAD_MARKER = re.compile(f"(?:(?:[{re.escape(_BULLETS)}]|\\(\\w{{1,3}}\\)|\\w{{
 # A closing quote cut off its sentence: before a space, or glued to the Korean verb of saying ("』라고 썼다").
 _LEAD_CLOSER = re.compile(f"([{re.escape(_CLOSERS)}]+)(?:\\s+|$|(?=[가-힣]))")
 _KO_LETTERS = "가나다라마바사아자차카타파하"
-# The month or day that goes on a Korean date ("2010." + "11. 12."), or a number's decimals.
+# What goes on a number that ends a segment: a Korean date's month or day ("2010." + "11. 12.", "’09." + "12"),
+# or the next item of a joined pair ("5." + "⋅6.").
 _YEAR, _MONTH = re.compile("(?:^|\\s)[’']?(?:\\d{2}|\\d{4})\\.$"), re.compile(r"\s*\d{1,2}(?:\s|$)")  # "’09. 12 "
 _DATE_PART = re.compile(r"\d{1,2}\.(?:\s|$|\(|\d)|[·⋅ㆍ・∼~～-] ?\(?\d")  # and "5." + "⋅6." (items 5 and 6)
 # A quote closed after its sentence's end, and the verb of saying that follows it after a space (Korean).
@@ -177,8 +178,10 @@ def _continues(prev: str, seg: str) -> bool:
 
 
 def _ends_with_label(tail: str, first: str) -> bool:
-    """Whether `tail` ends with a bare list label ("1.", "(2)") that opens an item: the whole segment, or after a
-    sentence's end or a bullet. "on March 15." or "aged 82." ends a sentence with a number."""
+    """Whether `tail` ends with a bare list label ("1.", "(2)") that opens an item, `first` being the next
+    segment's first character: the whole segment; after a sentence's end (not an abbreviation's), a bullet, a
+    range sign, a colon or a dash; "1." before a start that is not a capital; or "n." after "n-1." in `tail`.
+    Otherwise the number ends a sentence: "on March 15.", "aged 82."."""
     words = tail.rsplit(None, 2)
     if not _LABEL.fullmatch(words[-1]):
         return False
@@ -186,8 +189,7 @@ def _ends_with_label(tail: str, first: str) -> bool:
     ends = _TERMINAL.search(before) and before.rstrip(".").lower() not in _ABBREVIATIONS  # not "Jan. 5."
     if len(words) == 1 or ends or before in _BULLETS or before in "∼~～" or before.endswith((":", "-", "—")):
         return True  # "1. ∼ 3." (a range of items), "three points: 1. An ...", "It consists of- 1. The ..."
-    # A list's first item after a heading ("미첨부사유서 1. 재정수반요인..."), or its next item after the one before it
-    # ("... 운영 2."): "on March 1. Critics" and "aged 82." end sentences
+    # a list's first item after a heading ("미첨부사유서 1. 재정수반요인..."), or its next item ("... 운영 2.")
     number = re.fullmatch(r"\(?(\d{1,3})[.)]", words[-1])
     n = int(number.group(1)) if number else 0
     if n == 1:
