@@ -45,6 +45,8 @@ def test_pearson_and_spearman_with_ties():
     assert metrics.pearson([1e200, 2e200, 4e200], [1e200, 2e200, 4e200]) == pytest.approx(1.0)
     assert math.isnan(metrics.spearman([1, float("nan"), 3], [1, 2, 3]))
     assert math.isnan(metrics.pearson([1, float("nan"), 3], [1, 2, 3]))
+    assert math.isnan(metrics.pearson([float("nan"), 1, 2], [3, 3, 3]))  # not the constant side's 0
+    assert math.isnan(metrics.pearson([3, 3, 3], [float("nan"), 1, 2]))
 
 
 def test_bad_shapes_are_errors():

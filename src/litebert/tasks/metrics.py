@@ -63,9 +63,11 @@ def mcc(pred: Sequence | np.ndarray, gold: Sequence | np.ndarray) -> float:
 def pearson(x: Sequence | np.ndarray, y: Sequence | np.ndarray) -> float:
     a, b = _pair(x, y)
     a, b = a.astype(np.float64), b.astype(np.float64)
+    if np.isnan(a).any() or np.isnan(b).any():  # a diverged model's NaN stays NaN, as in spearman
+        return float("nan")
     a, b = a - a.mean(), b - b.mean()
     sa, sb = np.abs(a).max(initial=0.0), np.abs(b).max(initial=0.0)
-    if sa == 0 or sb == 0:  # a constant side: 0, as documented (NaN input stays NaN below)
+    if sa == 0 or sb == 0:  # a constant side: 0, as documented
         return 0.0
     a, b = a / sa, b / sb  # scaled first: the squared norms neither overflow nor underflow at 1e±200
     return float(np.clip(np.dot(a, b) / np.sqrt(np.dot(a, a) * np.dot(b, b)), -1.0, 1.0))
