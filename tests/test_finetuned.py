@@ -77,6 +77,16 @@ def test_predictions_are_utf8_whatever_the_locale(ft_cfg, tmp_path):
     assert json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))[0]["words"] == ["헌법", "재판소"]
 
 
+def test_predict_refuses_to_write_over_its_data_or_model(ft_cfg, tmp_path, capsys):
+    conll = tmp_path / "dev.txt"
+    conll.write_text((FIXTURES / "conll2003.txt").read_text())
+    finetune(ft_cfg(tmp_path, task="token-classification", train=str(conll), dev=str(conll), max_steps=1))
+    for out in (conll, tmp_path / "best" / "finetune.json"):
+        argv = ["predict", "--init", str(tmp_path / "best"), "--data", str(conll), "--out", str(out)]
+        assert main(argv) == 2 and "the output would overwrite the input" in capsys.readouterr().err
+    assert conll.read_text() == (FIXTURES / "conll2003.txt").read_text() and load_finetuned(tmp_path / "best")
+
+
 def test_predict_ignores_labels_it_was_not_trained_on(ft_cfg, tmp_path):
     data = str(FIXTURES / "sst2.tsv")
     finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=1))

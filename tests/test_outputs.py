@@ -47,3 +47,27 @@ def test_embed_refuses_a_tokenizer_of_another_size_than_the_model(model_dir, sha
         assert main(args) == 2
         assert f"has {tok.vocab_size} pieces but the model's vocab_size is 3000" in capsys.readouterr().err
         assert not (tmp_path / "x.npy").exists()
+
+
+def test_outputs_never_overwrite_their_inputs_and_weights_follow_the_umask(model_dir, tmp_path, capsys):
+    # `embed lines.txt --out lines.txt` replaced the text with an array; `predict --out MODEL/finetune.json`
+    # destroyed the model. model.safetensors was written 0600 (mkstemp's) beside 0644 files.
+    (tmp_path / "in.txt").write_text("Call me Ishmael.\n")
+    assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "in.txt")]) == 2
+    assert "the output would overwrite the input" in capsys.readouterr().err
+    assert (tmp_path / "in.txt").read_text() == "Call me Ishmael.\n"
+    into_model = str(model_dir / "emb.npy")
+    assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", into_model]) == 2
+    assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "e"),
+                 "--max-seq-length", "0"]) == 2  # fmt: skip
+    assert "max_seq_length must be at least 3" in capsys.readouterr().err  # 0 was taken for "not given"
+    umask = os.umask(0o022)
+    try:
+        copy = tmp_path / "copy"
+        shutil.copytree(model_dir, copy)
+        import litebert
+
+        litebert.save(litebert.load(copy), tmp_path / "saved")
+        assert (tmp_path / "saved" / "model.safetensors").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(umask)

@@ -558,3 +558,11 @@ def test_offsets_stay_exact_after_jamo_compose_across_characters(tok):
     assert normalize_aligned(text, composing)[1][:2] == [(0, 3), (3, 4)]
     ids, offsets = tok.encode_with_offsets(text)
     assert max(b - a for a, b in offsets) <= 7 and any(text[a:b] == "ㄴ\u200bㅏ" for a, b in offsets)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, True])
+def test_a_seed_sentencepiece_cannot_take_is_refused_before_reading(seed):
+    from litebert.tokenizer_train import TrainConfig
+
+    with pytest.raises(ValueError, match=r"TrainConfig.seed must be an integer in \[0, 2\*\*32\)"):
+        TrainConfig(vocab_size=100, seed=seed)

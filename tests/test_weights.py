@@ -111,6 +111,18 @@ def test_invalid_json_and_missing_dir(saved, tmp_path):
         litebert.load(tmp_path / "nope")
 
 
+def test_cli_flags_that_would_be_ignored_and_non_utf8_configs_are_named(saved, tmp_path, capsys):
+    assert main(["params", "--paper", "--sharing", "all"]) == 2
+    assert "--sharing would be ignored" in capsys.readouterr().err
+    argv = ["evaluate", "--data", "d.json", "--predictions", "p.json", "--init", str(saved[1])]
+    assert (
+        main(argv) == 2 and "--init: for evaluating a model (--init), not with --predictions" in capsys.readouterr().err
+    )
+    (tmp_path / "cfg.json").write_bytes(b"\xff\xfe{}")
+    assert main(["params", "--config", str(tmp_path / "cfg.json")]) == 2
+    assert f"{tmp_path / 'cfg.json'}: not UTF-8" in capsys.readouterr().err
+
+
 def test_cli_reports_errors_without_traceback(saved, capsys):
     _, path = saved
     (path / "model.safetensors").unlink()

@@ -145,6 +145,8 @@ def read_json(path: str | Path) -> Any:
         raise FileNotFoundError(f"{path}: config file not found") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 (byte {exc.start}); JSON files are UTF-8") from None
 
 
 def _albert(hidden: int, layers: int, heads: int, **kw: Any) -> dict[str, Any]:

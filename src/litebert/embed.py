@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 import litebert
+from litebert.files import check_not_an_input
 from litebert.finetune_heads import mean_pool
 from litebert.model import Albert
 from litebert.tasks.common import collate, open_text
@@ -55,7 +56,7 @@ def embed_texts(
         raise ValueError(f"batch_size (--batch-size) must be a positive integer, got {batch_size!r}")
     backbone = getattr(backbone, "albert", backbone)
     positions = backbone.config.max_position
-    max_len = max_seq_length or positions
+    max_len = positions if max_seq_length is None else max_seq_length
     if max_len > positions:
         raise ValueError(f"max_seq_length {max_len} (--max-seq-length) exceeds the model's {positions} positions "
                          "(max_position); longer texts are embedded as several windows anyway")  # fmt: skip
@@ -104,6 +105,8 @@ def embed_file(
     written at exactly that path (numpy's np.save would add ".npy" to a name without it)."""
     if out is not None and Path(out).is_dir():  # before the model is loaded and every line embedded
         raise ValueError(f"{out}: a directory; --out names the .npy file to write (e.g. {Path(out) / 'emb.npy'})")
+    if out is not None:
+        check_not_an_input(out, path, init)
     with open_text(path) as f:  # rows are "\n"-terminated lines, as wc -l counts them (a lone "\r" is text)
         texts = [line.removesuffix("\r") for line in f.read().split("\n")]
     if texts and texts[-1] == "":

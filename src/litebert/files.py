@@ -57,6 +57,16 @@ def format_suffix(path: str | Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
+def check_not_an_input(out: str | Path, *inputs: str | Path) -> None:
+    """Refuse an output that is one of the command's input files or lies inside an input directory (a model):
+    writing it would destroy what was read."""
+    target = Path(out).resolve()
+    for source in map(Path, inputs):
+        held = source.resolve()
+        if target == held or held in target.parents:
+            raise ValueError(f"{out}: the output would overwrite the input {source}; write it elsewhere")
+
+
 def write_json(data: Any, path: str | Path, *, sort_keys: bool = False) -> None:
     """Write `data` as indented UTF-8 JSON atomically (a temporary file renamed over `path`), so a reader, or a
     run resumed after a kill, never finds half a file; text in any script stays readable (no \\u escapes: a

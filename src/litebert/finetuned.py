@@ -11,7 +11,7 @@ from typing import Any
 
 import litebert
 from litebert.config import read_json
-from litebert.files import write_json
+from litebert.files import check_not_an_input, write_json
 from litebert.finetune import (
     FinetuneConfig,
     check_tokenizer_fits,
@@ -113,6 +113,8 @@ def predict(
     """Predictions of a fine-tuned model for every input of a file (labels not needed); optionally to JSON.
     `text_columns` names the text columns of this file when they differ from the training file's (GLUE's
     test files: `index,sentence` where training had no header); as many as in training."""
+    if out is not None:
+        check_not_an_input(out, data_path, directory)
     ft = load_finetuned(directory)
     _read_columns(ft, text_columns)
     data = ft.task.load(data_path, ft.tokenizer, ft.config, ft.state, mode="predict")

@@ -44,6 +44,8 @@ class TrainConfig:
         for name in ("max_sentence_length", "num_threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
+            raise ValueError(f"TrainConfig.seed must be an integer in [0, 2**32) (sentencepiece's), got {self.seed!r}")
 
 
 def _sentences(docs: Iterator[list[str]], cfg: TrainConfig, bar: tqdm, report: TextReport) -> Iterator[str]:

@@ -53,6 +53,9 @@ def write_safetensors(tensors: dict[str, torch.Tensor], path: Path, metadata: di
     os.close(fd)
     try:
         save_file(tensors, tmp, metadata={**metadata, _DIGEST_KEY: tensors_digest(tensors)})
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # a temporary file's 0600 would keep a shared model from other users
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -89,6 +89,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.predictions:
         if args.task not in (None, "squad"):
             raise ValueError("--predictions scoring is for --task squad; use --init to evaluate a model")
+        model_flags = [f for f, v in (("--init", args.init), ("--text-columns", args.text_columns),
+                                      ("--label-column", args.label_column)) if v]  # fmt: skip
+        if model_flags:
+            raise ValueError(f"{', '.join(model_flags)}: for evaluating a model (--init), not with --predictions")
         from litebert.tasks.squad_eval import evaluate_files
 
         print(json.dumps(evaluate_files(args.data, args.predictions, version=args.version, metric=args.metric)))

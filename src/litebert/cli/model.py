@@ -33,6 +33,10 @@ def _params(args: argparse.Namespace) -> int:
     from litebert.weights import read_model_config
 
     if args.paper:
+        given = [f"--{k.replace('_', '-')}" for k in ("sharing", "embedding_size", "num_hidden_groups", "vocab_size")
+                 if getattr(args, k) is not None]  # fmt: skip
+        if given:
+            raise ValueError(f"--paper prints the paper's own models; {', '.join(given)} would be ignored")
         print(format_paper_table())
         return 0
     config = read_model_config(args.config) if args.config else preset(args.preset or "albert-base")
