@@ -377,3 +377,8 @@ def test_data_without_held_out_examples_trains_and_writes_its_model(
             *FAST, "--batch-size", str(examples + 1)]  # fmt: skip
     assert main(args) == 2  # refused before any allocation, not killed by the OOM killer
     assert f"--batch-size {examples + 1} exceeds the {examples:,} training examples" in capsys.readouterr().err
+
+
+def test_a_bad_model_section_of_a_job_file_is_named_as_the_file_s():
+    with pytest.raises(ValueError, match=r"^job.json: model: ModelConfig.hidden_size must be a positive integer"):
+        PretrainJob.from_dict({"preset": "tiny", "model": {"hidden_size": "x"}}, source="job.json")

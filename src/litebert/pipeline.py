@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from litebert.config import ModelConfig, preset, read_json
+from litebert.config import PRESETS, ModelConfig, preset, read_json
 from litebert.data import DataConfig
 from litebert.files import check_dir_path
 from litebert.text import ReadConfig
@@ -86,6 +86,9 @@ class PretrainJob:
         data["train"] = from_dict(TrainConfig, train, source=f"{source}: train")
         data["data"] = from_dict(DataConfig, data_cfg, source=f"{source}: data")
         data["read"] = from_dict(ReadConfig, _section(data, "read", source), source=f"{source}: read")
+        model, name = data.get("model"), data.get("preset", DEFAULT_PRESET)
+        if isinstance(model, dict) and model and isinstance(name, str) and name in PRESETS:  # named here, not later
+            ModelConfig.from_dict({**PRESETS[name], **model}, source=f"{source}: model")
         return from_dict(cls, data, source=source)
 
     @classmethod
