@@ -21,11 +21,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--random-init", action="store_true", help="init's architecture with fresh random weights")
     for flag, typ, default in (
         ("--max-steps", int, 1000), ("--eval-every", int, 100), ("--seed", int, 0), ("--lr", float, 2e-5),
-        ("--batch-size", int, 32), ("--max-seq-length", int, None), ("--doc-stride", int, 128),
-        ("--max-query-length", int, 64), ("--max-answer-length", int, 30), ("--max-qa-length", int, None),
-        ("--null-score-diff-threshold", float, 0.0), ("--weight-decay", float, 0.01),
+        ("--batch-size", int, 32), ("--max-seq-length", int, None), ("--weight-decay", float, 0.01),
     ):  # fmt: skip
         p.add_argument(flag, type=typ, default=default)
+    for flag, typ, default in (  # None: FinetuneConfig's default, and a flag given to another task is refused
+        ("--doc-stride", int, 128), ("--max-query-length", int, 64), ("--max-answer-length", int, 30),
+        ("--null-score-diff-threshold", float, 0.0), ("--max-qa-length", int, None),
+    ):  # fmt: skip
+        p.add_argument(flag, type=typ, help=f"{_TASK_OF[flag]} only (default: {default or 'see README'})")
     p.add_argument("--warmup", type=float, default=0.1, help="fraction of --max-steps if < 1, else steps")
     p.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
     p.add_argument("--group-by-length", action="store_true", help="length-grouped batches (faster on real text)")
@@ -70,8 +73,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=_embed)
 
 
+_TASK_OF = {"--doc-stride": "squad", "--max-query-length": "squad", "--max-answer-length": "squad",
+            "--null-score-diff-threshold": "squad", "--max-qa-length": "multiple-choice"}  # fmt: skip
+
+
 def _finetune(args: argparse.Namespace) -> int:
     from litebert.finetune import FinetuneConfig, check_pooling, finetune
+
+    other = [
+        f for f, task in _TASK_OF.items() if task != args.task and getattr(args, f[2:].replace("-", "_")) is not None
+    ]
+    if other:
+        raise ValueError(
+            f"{', '.join(other)}: for --task {_TASK_OF[other[0]]} only; --task {args.task} would ignore it"
+        )
 
     if args.pooling is not None:  # asked for, even as "cls": refused where the task has no pooled state
         check_pooling(args.task, args.pooling)
