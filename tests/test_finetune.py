@@ -432,8 +432,6 @@ def test_token_head_loss_is_the_tagged_mean_and_zero_for_a_batch_without_tags():
 
 
 def test_finetune_refuses_flags_of_another_task(tmp_path, capsys):
-    from litebert.cli import main
-
     base = ["finetune", "--train", "t", "--dev", "d", "--init", "m", "--out", str(tmp_path / "o")]
     assert main([*base, "--task", "classification", "--doc-stride", "5"]) == 2
     assert "--doc-stride: for --task squad only; --task classification would ignore it" in capsys.readouterr().err
