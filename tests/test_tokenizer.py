@@ -566,3 +566,10 @@ def test_a_seed_sentencepiece_cannot_take_is_refused_before_reading(seed):
 
     with pytest.raises(ValueError, match=r"TrainConfig.seed must be an integer in \[0, 2\*\*32\)"):
         TrainConfig(vocab_size=100, seed=seed)
+
+
+def test_a_vocabulary_too_small_names_the_flag():
+    from litebert.tokenizer_train import TrainConfig
+
+    with pytest.raises(ValueError, match=r"the tokenizer's vocab_size \(--vocab-size\) must be >= 15, got 3"):
+        TrainConfig(vocab_size=3)

@@ -36,7 +36,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.vocab_size < len(SPECIAL_TOKENS) + 10:
-            raise ValueError(f"TrainConfig.vocab_size must be >= {len(SPECIAL_TOKENS) + 10}, got {self.vocab_size}")
+            raise ValueError(f"the tokenizer's vocab_size (--vocab-size) must be >= {len(SPECIAL_TOKENS) + 10}, "
+                             f"got {self.vocab_size}")  # fmt: skip
         if not 0.9 <= self.character_coverage <= 1.0:
             raise ValueError(f"TrainConfig.character_coverage must be in [0.9, 1], got {self.character_coverage}")
         if self.input_sentence_size <= 100:  # sentencepiece refuses smaller samples
