@@ -24,11 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         ("--batch-size", int, 32), ("--max-seq-length", int, None), ("--weight-decay", float, 0.01),
     ):  # fmt: skip
         p.add_argument(flag, type=typ, default=default)
-    for flag, typ, default in (  # None: FinetuneConfig's default, and a flag given to another task is refused
-        ("--doc-stride", int, 128), ("--max-query-length", int, 64), ("--max-answer-length", int, 30),
-        ("--null-score-diff-threshold", float, 0.0), ("--max-qa-length", int, None),
-    ):  # fmt: skip
-        p.add_argument(flag, type=typ, help=f"{_TASK_OF[flag]} only (default: {default or 'see README'})")
+    for flag, (task, typ, default) in _TASK_FLAGS.items():  # not given: FinetuneConfig's default
+        p.add_argument(flag, type=typ, help=f"--task {task} only (default: {default})")
     p.add_argument("--warmup", type=float, default=0.1, help="fraction of --max-steps if < 1, else steps")
     p.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
     p.add_argument("--group-by-length", action="store_true", help="length-grouped batches (faster on real text)")
@@ -73,19 +70,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=_embed)
 
 
-_TASK_OF = {"--doc-stride": "squad", "--max-query-length": "squad", "--max-answer-length": "squad",
-            "--null-score-diff-threshold": "squad", "--max-qa-length": "multiple-choice"}  # fmt: skip
+# Flags of one task (its FinetuneConfig defaults shown in --help): given to another task, they are refused.
+_TASK_FLAGS = {
+    "--doc-stride": ("squad", int, 128),
+    "--max-query-length": ("squad", int, 64),
+    "--max-answer-length": ("squad", int, 30),
+    "--null-score-diff-threshold": ("squad", float, 0.0),
+    "--max-qa-length": ("multiple-choice", int, "min(128, max_seq_length // 2)"),
+}
 
 
 def _finetune(args: argparse.Namespace) -> int:
     from litebert.finetune import FinetuneConfig, check_pooling, finetune
 
     other = [
-        f for f, task in _TASK_OF.items() if task != args.task and getattr(args, f[2:].replace("-", "_")) is not None
+        f
+        for f, (task, *_) in _TASK_FLAGS.items()
+        if task != args.task and getattr(args, f[2:].replace("-", "_")) is not None
     ]
     if other:
         raise ValueError(
-            f"{', '.join(other)}: for --task {_TASK_OF[other[0]]} only; --task {args.task} would ignore it"
+            f"{', '.join(other)}: for --task {_TASK_FLAGS[other[0]][0]} only; --task {args.task} would ignore it"
         )
 
     if args.pooling is not None:  # asked for, even as "cls": refused where the task has no pooled state
