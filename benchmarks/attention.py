@@ -1,6 +1,6 @@
 """Attention forward + backward on CPU: torch's fused kernel (SDPA) against the explicit softmax(QK^T)V product.
 
-The figures behind `litebert.model.EXPLICIT_MAX_LENGTH`: the explicit path is used on CPU up to the length
+The figures behind `litebert.model.albert.EXPLICIT_MAX_LENGTH`: the explicit path is used on CPU up to the length
 where it stops winning (128 in fp32, 256 in bf16), and at every length with attention dropout (torch has no fused
 CPU kernel with dropout: SDPA then runs its own explicit product with Bernoulli masks). --forward times a no-grad
 forward alone (inference), behind `EXPLICIT_MAX_LENGTH_FORWARD`.
@@ -21,8 +21,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from litebert import model
-from litebert.allocator import keep_freed_memory
+from litebert.model import albert as model
+from litebert.model.allocator import keep_freed_memory
 
 SHAPES = [(32, 2, 40), (32, 2, 128), (16, 2, 256), (32, 12, 64), (8, 12, 128), (32, 12, 128), (8, 12, 256),
           (8, 12, 512)]  # fmt: skip

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from finetune_results import DATA, bag_of_words, logistic_on_dev, read_split, split_rotten_tomatoes
 
-from litebert.pipeline import PACKAGED_CORPUS
+from litebert.train.job import PACKAGED_CORPUS
 
 WORD = re.compile(r"[a-z0-9']+")
 SOTU = DATA.parent / "corpora" / "sotu"

@@ -32,7 +32,7 @@ def _tokenizer(path: str | None, vocab_size: int) -> Path:
         return Path(path)
     cache = Path(tempfile.gettempdir()) / f"litebert-bench-tokenizer-{vocab_size}"
     if not (cache / "spiece.model").is_file():
-        from litebert.tokenizer_train import train_tokenizer
+        from litebert.tokenizer.train import train_tokenizer
 
         print(f"training a {vocab_size}-piece tokenizer on the corpora -> {cache}", flush=True)
         train_tokenizer([CORPORA / s for s in SOURCES], cache, vocab_size=vocab_size)

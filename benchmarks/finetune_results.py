@@ -29,13 +29,14 @@ import torch
 import torch.nn.functional as F
 
 import litebert
-from litebert.embed import cosine_matrix, embed_texts
-from litebert.finetune import FinetuneConfig, finetune, load_tokenizer
-from litebert.finetune_heads import POOLINGS
-from litebert.finetuned import evaluate
-from litebert.tasks.classification import read_labeled_table
-from litebert.tasks.metrics import pearson, spearman
-from litebert.tasks.similarity import read_lee
+from litebert.finetune import FinetuneConfig, finetune
+from litebert.finetune.embed import cosine_matrix, embed_texts
+from litebert.finetune.heads import POOLINGS
+from litebert.finetune.saved import evaluate
+from litebert.finetune.tasks.classification import read_labeled_table
+from litebert.finetune.tasks.metrics import pearson, spearman
+from litebert.finetune.tasks.similarity import read_lee
+from litebert.hf import load_tokenizer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "labeled"
 
@@ -237,7 +238,7 @@ def main() -> None:
     # Parts run separately (e.g. --models random_init while pretraining still runs) merge into one file.
     results = json.loads(path.read_text()) if path.is_file() else {}
     results.setdefault("runs", []).append({"argv": sys.argv[1:], "started": time.strftime("%Y-%m-%d %H:%M:%S")})
-    results["pretrained_config"] = litebert.weights.load_config(args.pretrained).to_dict()
+    results["pretrained_config"] = litebert.hf.load_config(args.pretrained).to_dict()
     if args.only != "rt":
         results["lee"] = lee(args)
         print("lee", json.dumps(results["lee"]), flush=True)

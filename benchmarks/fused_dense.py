@@ -1,8 +1,8 @@
-"""CPU inference's dense layers: eager torch against litebert.fused, and what a new shape costs.
+"""CPU inference's dense layers: eager torch against litebert.model.kernels, and what a new shape costs.
 
 For each shape (tokens x in -> out) and precision, in milliseconds per call:
 - `eager`: what the eager forward runs, gelu(F.linear(x, W, b)) for the FFN's first layer and x + F.linear(h, W, b)
-  for a residual layer; `fused`: the same through `litebert.fused.FusedDense`, as inference runs it (one oneDNN
+  for a residual layer; `fused`: the same through `litebert.model.kernels.FusedDense`, as inference runs it (one oneDNN
   call; for a large fp32 residual layer MKL's packed product and an in-place add). Both on a shape they have seen
   before.
 - `new shapes`: the mean per call over 40 calls with random token counts, none seen before (oneDNN builds a
@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 from gelu import ms  # benchmarks/gelu.py: ms per call after 3 warm-up calls
 
-from litebert.allocator import keep_freed_memory
-from litebert.fused import FusedDense, padded_rows
+from litebert.model.allocator import keep_freed_memory
+from litebert.model.kernels import FusedDense, padded_rows
 
 SHAPES = {"tiny": (1000, 128, 512), "albert-base": (1024, 768, 3072)}  # tokens, hidden, intermediate
 

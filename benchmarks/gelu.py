@@ -18,7 +18,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from litebert.allocator import keep_freed_memory
+from litebert.model.allocator import keep_freed_memory
 
 K = math.sqrt(2 / math.pi)
 

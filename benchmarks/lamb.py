@@ -18,7 +18,7 @@ import time
 import torch
 
 import litebert
-from litebert.allocator import keep_freed_memory
+from litebert.model.allocator import keep_freed_memory
 from litebert.train.optim import Lamb, param_groups
 
 

@@ -30,7 +30,7 @@ from throughput import matmul_peak  # benchmarks/throughput.py: the peak its MFU
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import litebert
-from litebert.allocator import keep_freed_memory
+from litebert.model.allocator import keep_freed_memory
 from litebert.train.metrics import train_flops_per_sequence
 
 aten = torch.ops.aten

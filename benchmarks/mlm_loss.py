@@ -1,6 +1,6 @@
 """The MLM cross-entropy on CPU: in one piece against litebert's row chunks below glibc's mmap threshold.
 
-Forward + backward of `litebert.heads.mlm_loss` on random logits of the shapes pretraining gives (masked slots x
+Forward + backward of `litebert.model.heads.mlm_loss` on random logits of the shapes pretraining gives (masked slots x
 vocabulary), alternating the two ways in one process (median of 9 pairwise ratios), with the malloc setting
 of the `litebert` command. One piece is what the loss was before the chunks: above 32 MB of fp32 logits its
 temporaries are fresh pages from the kernel on every call.
@@ -16,8 +16,8 @@ import time
 
 import torch
 
-import litebert.heads as heads
-from litebert.allocator import keep_freed_memory
+import litebert.model.heads as heads
+from litebert.model.allocator import keep_freed_memory
 
 SHAPES = [(152, 29000), (304, 29000), (640, 8000), (640, 30000), (1280, 30000)]
 

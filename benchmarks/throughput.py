@@ -35,7 +35,7 @@ import transformers  # noqa: E402
 
 import litebert  # noqa: E402
 from litebert import hf  # noqa: E402
-from litebert.allocator import keep_freed_memory  # noqa: E402
+from litebert.model.allocator import keep_freed_memory  # noqa: E402
 from litebert.train.metrics import train_flops_per_sequence  # noqa: E402
 from litebert.train.optim import Lamb  # noqa: E402
 from litebert.train.precision import native_bf16  # noqa: E402
@@ -45,7 +45,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # --data replace
 
 def tokenizer(cache: Path, data: Path):
     from litebert.tokenizer import Tokenizer
-    from litebert.tokenizer_train import train_tokenizer
+    from litebert.tokenizer.train import train_tokenizer
 
     out = cache / "tokenizer-29k"
     if not (out / "spiece.model").exists():
@@ -280,7 +280,7 @@ def main() -> None:
     ap.add_argument("--compile", action="store_true", help="torch.compile litebert's model (transformers stays eager)")
     ap.add_argument("--no-dropout", action="store_true", help="the ALBERT v2 configuration: dropout 0 everywhere")
     ap.add_argument("--plain-malloc", action="store_true",
-                    help="leave glibc malloc alone (default: litebert.allocator, as the litebert command)")  # fmt: skip
+                    help="leave glibc malloc alone (default: litebert.model.allocator, as the CLI)")  # fmt: skip
     args = ap.parse_args()
     device = torch.device(args.device)
     kept = False if args.plain_malloc else keep_freed_memory()  # for both libraries: they share this process

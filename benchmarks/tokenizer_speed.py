@@ -14,7 +14,7 @@ from pathlib import Path
 
 from litebert.text import TextReport, read_documents
 from litebert.tokenizer import Tokenizer
-from litebert.tokenizer_train import train_tokenizer
+from litebert.tokenizer.train import train_tokenizer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora"
 

@@ -19,13 +19,14 @@ def shared_data() -> Path:
 def tokenizer_dir(tmp_path_factory) -> Path:
     """A small litebert tokenizer (3,000 pieces) trained in-process on 40 Moby-Dick chapters, one State of the
     Union address and the Korean texts (about 2 s); other tests reuse it read-only."""
-    from litebert.tokenizer_train import train_tokenizer
+    from litebert.hf import write_hf_tokenizer_files
+    from litebert.tokenizer.train import train_tokenizer
 
     corpora = SHARED_DATA / "corpora"
     inputs = sorted((corpora / "moby-dick").glob("chapter_*.txt"))[:40]
     inputs += [corpora / "sotu" / "1790_george_washington_n.txt", corpora / "ko"]
     out = tmp_path_factory.mktemp("tokenizer")
-    train_tokenizer(inputs, out, vocab_size=3000)
+    write_hf_tokenizer_files(train_tokenizer(inputs, out, vocab_size=3000))  # as `litebert tokenizer train` does
     return out
 
 

@@ -12,7 +12,7 @@ import os
 import sys
 import warnings
 
-from litebert.allocator import keep_freed_memory
+from litebert.model.allocator import keep_freed_memory
 
 # Order is the order of the pipeline: text -> tokenizer -> data -> pretrain -> fine-tune, plus model tools.
 _MODULES = ("model", "text", "data", "pretrain", "finetune")
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    keep_freed_memory()  # this process is ours: reuse freed tensors' pages (litebert.allocator)
+    keep_freed_memory()  # this process is ours: reuse freed tensors' pages (litebert.model.allocator)
     formatwarning = warnings.formatwarning
     warnings.formatwarning = lambda message, category, *_: f"litebert {args.command}: warning: {message}\n"
     try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from litebert.finetune_heads import POOLINGS
-from litebert.tasks import TASKS
-from litebert.tasks.squad_eval import METRICS
+from litebert.finetune.heads import POOLINGS
+from litebert.finetune.tasks import TASKS
+from litebert.finetune.tasks.squad_eval import METRICS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -113,7 +113,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                                       ("--label-column", args.label_column)) if v]  # fmt: skip
         if model_flags:
             raise ValueError(f"{', '.join(model_flags)}: for evaluating a model (--init), not with --predictions")
-        from litebert.tasks.squad_eval import evaluate_files
+        from litebert.finetune.tasks.squad_eval import evaluate_files
 
         print(json.dumps(evaluate_files(args.data, args.predictions, version=args.version, metric=args.metric)))
         return 0
@@ -125,7 +125,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.version:  # as the metric: the file's own version, whatever the flag said (it was dropped silently)
         raise ValueError("--version is for --predictions; with --init a SQuAD file is scored by its own version's "
                          'rules (its "version" field, else 2.0 when a question has no answers)')  # fmt: skip
-    from litebert.finetuned import evaluate
+    from litebert.finetune import evaluate
 
     columns = {"text_columns": _columns(args.text_columns), "label_column": args.label_column}
     print(json.dumps(evaluate(args.init, args.data, task=args.task, **columns)))
@@ -137,7 +137,7 @@ def _columns(flag: str | None) -> tuple[str, ...] | None:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from litebert.finetuned import predict
+    from litebert.finetune import predict
 
     preds = predict(args.init, args.data, args.out, text_columns=_columns(args.text_columns))
     print(json.dumps({"predictions": len(preds), "out": args.out}))
@@ -145,7 +145,7 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _embed(args: argparse.Namespace) -> int:
-    from litebert.embed import embed_file
+    from litebert.finetune.embed import embed_file
 
     result = embed_file(args.file, args.init, args.out, batch_size=args.batch_size, max_seq_length=args.max_seq_length)
     print(json.dumps({"shape": list(result.vectors.shape), "windowed": result.windowed, "out": args.out}))

@@ -28,9 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _params(args: argparse.Namespace) -> int:
-    from litebert.config import preset
-    from litebert.params import format_count, format_paper_table, with_overrides
-    from litebert.weights import read_model_config
+    from litebert.hf import read_model_config
+    from litebert.model.config import preset
+    from litebert.model.params import format_count, format_paper_table, with_overrides
 
     if args.paper:
         given = [f"--{k.replace('_', '-')}" for k in ("sharing", "embedding_size", "num_hidden_groups", "vocab_size")

@@ -67,9 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _pretrain(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from litebert.config import read_json
-    from litebert.pipeline import PretrainJob, run_job
+    from litebert.io import read_json
     from litebert.text import ReadConfig
+    from litebert.train.job import PretrainJob, run_job
 
     # The reading flags given: the ReadConfig fields they set differ from ReadConfig's defaults.
     read, default = read_config_from(args), ReadConfig()

@@ -81,9 +81,10 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from litebert.tokenizer_train import TrainConfig, train_tokenizer
+    from litebert.hf import write_hf_tokenizer_files
+    from litebert.tokenizer import TokenizerTrainConfig, train_tokenizer
 
-    config = TrainConfig(
+    config = TokenizerTrainConfig(
         vocab_size=args.vocab_size,
         do_lower_case=not args.cased,
         strip_accents=not args.keep_accents,
@@ -94,13 +95,16 @@ def _train(args: argparse.Namespace) -> int:
         read=read_config_from(args),
     )
     tok = train_tokenizer(args.inputs, args.out, config=config, progress=True)
+    write_hf_tokenizer_files(tok)  # so that transformers' AutoTokenizer reads the directory too
     print(f"wrote {tok.dir}: vocab {tok.vocab_size:,}, spiece.model sha256 {tok.checksum[:16]}")
     return 0
 
 
 def _add_words(args: argparse.Namespace) -> int:
-    from litebert.vocab import add_words
+    from litebert.hf import write_hf_tokenizer_files
+    from litebert.tokenizer import add_words
 
     tok, added = add_words(args.tokenizer_dir, args.words_file, args.out)
+    write_hf_tokenizer_files(tok)
     print(f"added {len(added):,} word{'' if len(added) == 1 else 's'}; wrote {tok.dir}: vocab {tok.vocab_size:,}")
     return 0

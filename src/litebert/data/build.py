@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from litebert.config import read_json
 from litebert.data.config import DataConfig
 from litebert.data.examples import Vocab, window_examples
 from litebert.data.pairs import Documents
@@ -48,10 +47,10 @@ from litebert.data.shards import (
     remove_partial,
     shard_sizes,
 )
-from litebert.files import make_dir, write_json
-from litebert.sentences import split_sentences
-from litebert.text import READER_VERSION, Paths, ReadConfig, iter_files, read_documents
-from litebert.weights import copy_tokenizer
+from litebert.io import make_dir, read_json, write_json
+from litebert.text.read import READER_VERSION, Paths, ReadConfig, iter_files, read_documents
+from litebert.text.sentences import split_sentences
+from litebert.tokenizer.tokenizer import Tokenizer, copy_tokenizer
 
 STATE = "build_state.json"
 WINDOWS = "windows.jsonl"
@@ -71,8 +70,6 @@ _WORKER: dict = {}
 
 
 def _init_worker(tokenizer_dir: str, config: DataConfig, read: ReadConfig, tok=None) -> None:
-    from litebert.tokenizer import Tokenizer
-
     tok = tok or Tokenizer.load(tokenizer_dir)
     _WORKER.update(tok=tok, vocab=Vocab.from_tokenizer(tok), config=config, read=read)
 
@@ -242,8 +239,6 @@ def build(
     progress: bool = True,
 ) -> dict:
     """Build pretraining shards from raw documents; return (and write) the manifest. See the module docstring."""
-    from litebert.tokenizer import Tokenizer
-
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     read = read_config or ReadConfig()

@@ -28,6 +28,7 @@ import torch
 from litebert.data.config import DataConfig
 from litebert.data.examples import Vocab, example_rng, mask_examples
 from litebert.data.shards import MANIFEST, WORD_START, ShardSet, check_tokenizer, load_array, read_manifest
+from litebert.tokenizer.tokenizer import Tokenizer
 
 BLOCK_SHARDS = 16  # shards whose examples are shuffled together (ShardSet keeps them all mapped)
 
@@ -112,8 +113,6 @@ def _word_start(data_dir: Path, manifest: dict) -> np.ndarray:
 
 
 def _load_checksum(tokenizer_dir: str | Path) -> str:
-    from litebert.tokenizer import Tokenizer
-
     return Tokenizer.load(tokenizer_dir).checksum
 
 

@@ -1,17 +1,34 @@
-"""Pretraining: LAMB/AdamW and schedule (optim), checkpoints, distributed helpers (dist), the loop, metrics."""
+"""Pretraining: the loop, its optimizer and schedule, checkpoints and run directories, distribution, and the job.
+
+config.py      TrainConfig: optimiser, schedule, precision, checkpoints, logging
+optim.py       LAMB with ALBERT's semantics, AdamW, the polynomial schedule
+loop.py        `pretrain`: optimizer steps, held-out evaluation, checkpoints, exact resume
+run.py         the run directory: refusing to clobber or mix runs, resume state, the final model
+checkpoint.py  atomic, verified checkpoints
+inputs.py      what a run reads must fit together (data, model, tokenizer)
+dist.py        torchrun, DDP / FSDP, collectives, rank-0-only IO
+evaluate.py    held-out MLM and SOP/NSP accuracy against the baselines to beat
+metrics.py     metrics.jsonl, FLOPs, `litebert plot`
+precision.py   fp32 / bf16 / fp16 and "auto"
+synthetic.py   a synthetic batch source for tests and benchmarks
+job.py         the pretraining job end to end (corpus -> tokenizer -> data -> pretrain), the default run
+"""
 
 from litebert.train.config import TrainConfig
 from litebert.train.evaluate import evaluate
+from litebert.train.job import PretrainJob, run_job
 from litebert.train.loop import NonFiniteLossError, TrainSummary, pretrain
 from litebert.train.optim import Lamb, build_optimizer, lr_schedule
 
 __all__ = [
     "Lamb",
     "NonFiniteLossError",
+    "PretrainJob",
     "TrainConfig",
     "TrainSummary",
     "build_optimizer",
     "evaluate",
     "lr_schedule",
     "pretrain",
+    "run_job",
 ]

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from litebert.train import dist
+from litebert.train.precision import autocast
 
 IGNORE = -100
 
@@ -32,8 +33,6 @@ def evaluate(
     so `eval_sop_majority_acc` is the SOP accuracy of always answering the more frequent label.
     Under DDP pass the unwrapped model (no collectives in its forward); under FSDP the sharded one.
     """
-    from litebert.train.precision import autocast
-
     env = env or dist.DistEnv()
     was_training = model.training
     model.eval()

@@ -8,15 +8,15 @@ import hashlib
 import json
 from pathlib import Path
 
-from litebert.config import ModelConfig
-from litebert.tokenizer import MODEL_FILE as SPIECE
+from litebert.data.shards import built_seq_length, check_tokenizer, read_manifest
+from litebert.model.config import ModelConfig
+from litebert.tokenizer.tokenizer import MODEL_FILE as SPIECE
+from litebert.tokenizer.tokenizer import Tokenizer
 
 RUN_CONFIG = "run_config.json"
 
 
 def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -> None:
-    from litebert.data.shards import built_seq_length, check_tokenizer, read_manifest
-
     manifest = read_manifest(data_dir)
     vocab = int(manifest.get("vocab_size", 0))
     if vocab > mcfg.vocab_size:
@@ -38,8 +38,6 @@ def data_identity(data_dir: Path) -> str:
     """sha256 of what the data's manifest.json says was built (settings, tokenizer, counts, every shard's size),
     leaving out where and when the corpus was read (its paths and modification times): the same for the data
     copied, moved or rebuilt from the same text, different for data built from other text or settings."""
-    from litebert.data import read_manifest
-
     built = {k: v for k, v in read_manifest(data_dir).items() if k != "corpus"}
     return hashlib.sha256(json.dumps(built, sort_keys=True).encode()).hexdigest()
 
@@ -74,7 +72,5 @@ def check_init_tokenizer(tok: Path, init: Path) -> None:
 def extends(new_dir: Path, old_dir: Path, old_size: int | None = None) -> bool:
     """Whether the tokenizer in new_dir keeps every piece of old_dir's at its id (and may add more); with
     `old_size`, old_dir's must also have that many pieces (the model's vocabulary)."""
-    from litebert.tokenizer import Tokenizer
-
     old, new = Tokenizer.load(old_dir).pieces, Tokenizer.load(new_dir).pieces
     return (old_size is None or len(old) == old_size) and new[: len(old)] == old

@@ -20,8 +20,11 @@ from typing import Any
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
-from litebert.config import ModelConfig
+from litebert.data.collate import PretrainingBatches
+from litebert.data.shards import read_manifest
+from litebert.model.config import ModelConfig
 from litebert.train import dist
 from litebert.train.config import TrainConfig
 from litebert.train.evaluate import evaluate
@@ -126,8 +129,6 @@ def _pretrain_in(
 def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistEnv) -> tuple[Any, Callable]:
     if data_dir is None:
         raise ValueError("pretrain needs a data directory (litebert data build) or a batch source")
-    from litebert.data import PretrainingBatches
-    from litebert.data.shards import read_manifest
 
     def source(split: str) -> Any:
         # PretrainingBatches takes the per-rank batch; TrainConfig.batch_size is the global micro-batch.
@@ -380,8 +381,6 @@ def _eval(tr: _Trainer, eval_batches: Any, step: int, logger: MetricsLogger) -> 
 def _progress(cfg: TrainConfig, env: dist.DistEnv, step: int) -> Any:
     if not (cfg.progress and env.is_main):
         return None
-    from tqdm.auto import tqdm
-
     return tqdm(total=cfg.max_steps, initial=step, desc="pretrain", unit="step", dynamic_ncols=True)
 
 

@@ -9,8 +9,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from litebert.config import ModelConfig
-from litebert.model import layer_schedule
+from litebert.model.albert import layer_schedule
+from litebert.model.config import ModelConfig
 
 METRICS_FILE = "metrics.jsonl"
 

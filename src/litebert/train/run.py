@@ -24,9 +24,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from litebert.config import ModelConfig, read_json
 from litebert.data.shards import TOKENIZER_DIR
-from litebert.files import make_dir, write_json
+from litebert.hf.directory import load, load_config
+from litebert.hf.tokenizer import copy_tokenizer_with_hf_files
+from litebert.io import make_dir, read_json, write_json
+from litebert.model.config import ModelConfig
+from litebert.model.heads import AlbertForPretraining
+from litebert.model.resize import resize_model_vocab
+from litebert.model.weights import WEIGHTS_FILE, recorded_digest, write_model
 from litebert.train import dist
 from litebert.train.checkpoint import (
     checkpoint_dir,
@@ -48,7 +53,6 @@ from litebert.train.inputs import (
 )
 from litebert.train.metrics import METRICS_FILE
 from litebert.train.precision import check_precision
-from litebert.vocab import resize_model_vocab
 
 LOCK_FILE = ".lock"
 _LOCKS: dict[Path, Any] = {}  # run dir -> open lock file, in the process that holds it (not in RunFiles: it is
@@ -95,11 +99,9 @@ class RunFiles:
 
     def initial_model(self, mcfg: ModelConfig, *, seed: int) -> nn.Module:
         """A fresh model seeded identically on every rank, or the weights of `init_from` / the checkpoint."""
-        import litebert
-
         torch.manual_seed(seed)
         source = self.resume_from or self.init_from
-        model = litebert.load(source) if source is not None else litebert.AlbertForPretraining(mcfg)
+        model = load(source) if source is not None else AlbertForPretraining(mcfg)
         if source is self.init_from and _grown_vocab(model.config, mcfg):
             self._check_extends_tokenizer(model.config.vocab_size)
             resize_model_vocab(model, mcfg.vocab_size, generator=torch.Generator().manual_seed(seed))
@@ -170,8 +172,6 @@ def finished_at(run_dir: Path, ckpt: Path, step: int) -> bool:
     """Whether RUN_DIR's final model and eval.json are those of checkpoint `ckpt` at `step`: eval.json records
     that step and the model holds the checkpoint's weights. A run extended with a larger --max-steps and
     killed after its last checkpoint still holds the earlier model and eval.json: not finished."""
-    from litebert.weights import WEIGHTS_FILE, recorded_digest
-
     try:
         evaluation = json.loads((run_dir / EVAL_FILE).read_text())
     except (OSError, ValueError):  # missing, or cut by a kill: write it again
@@ -184,13 +184,9 @@ def finished_at(run_dir: Path, ckpt: Path, step: int) -> bool:
 
 def _write_model(directory: Path, state: dict, config: ModelConfig, tokenizer_dir: Path | None) -> None:
     """The same layout as `litebert.save`, from a (possibly gathered) state dict."""
-    from litebert.weights import CONFIG_FILE, WEIGHTS_FILE, copy_tokenizer, write_safetensors
-
-    directory.mkdir(parents=True, exist_ok=True)
-    write_safetensors(state, directory / WEIGHTS_FILE, {"format": "pt", "producer": "litebert"})
-    write_json({"litebert": True, **config.to_dict()}, directory / CONFIG_FILE)
+    write_model(directory, state, config)
     if tokenizer_dir is not None:
-        copy_tokenizer(tokenizer_dir, directory)
+        copy_tokenizer_with_hf_files(tokenizer_dir, directory)
 
 
 def save_training_state(
@@ -301,8 +297,6 @@ def run_started(run_dir: Path) -> bool:
 
 
 def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig) -> Path:
-    from litebert.weights import load_config
-
     ckpt = latest_checkpoint(run_dir)
     if ckpt is None:
         raise FileNotFoundError(f"{run_dir}: --resume given but it holds no complete checkpoint")
@@ -330,9 +324,7 @@ def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir
     if run.tokenizer_dir is not None:
         stored = run.run_dir / "tokenizer"
         stored.mkdir(exist_ok=True)
-        for f in run.tokenizer_dir.iterdir():
-            if f.is_file() and (f.name == SPIECE or f.name.startswith(("tokenizer", "litebert_tokenizer"))):
-                shutil.copy2(f, stored / f.name)
+        copy_tokenizer_with_hf_files(run.tokenizer_dir, stored)  # transformers' files too, for the models written
         run.tokenizer_dir = stored
     config = {
         "model": mcfg.to_dict(), "train": cfg.to_dict(),

@@ -1,0 +1,141 @@
+"""FinetuneConfig: every setting of a fine-tuning run (task, files, model, optimisation, task-specific lengths),
+validated with messages that name the field and its flag."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from litebert.finetune.heads import POOLED_HEADS, POOLINGS
+from litebert.finetune.tasks import TASKS
+from litebert.io import check_types
+from litebert.train.config import OPTIMIZERS
+
+
+def check_pooling(task: str, pooling: str) -> None:
+    """A pooling asked for (--pooling) applies only to the tasks that read one pooled state per sequence."""
+    if TASKS[task].head not in POOLED_HEADS:
+        raise ValueError(
+            f"FinetuneConfig.pooling {pooling!r} (--pooling) applies to classification, regression and "
+            f"multiple-choice, not to task {task!r}, which reads every token or always mean-pools"
+        )
+
+
+# Per-task defaults for the named columns (GLUE's SST-2 / STS-B headers).
+DEFAULT_COLUMNS = {
+    "classification": (("sentence",), "label"),
+    "regression": (("sentence1", "sentence2"), "score"),
+    "similarity": (("sentence1", "sentence2"), "score"),
+}
+
+
+@dataclass(kw_only=True)
+class FinetuneConfig:
+    """One fine-tuning run. `warmup` below 1 is a fraction of max_steps, otherwise a number of steps."""
+
+    task: str
+    train: str
+    dev: str
+    init: str
+    out: str
+    tokenizer: str | None = None  # default: the tokenizer files in `init`
+    random_init: bool = False  # keep init's architecture and tokenizer, re-initialise the weights
+    max_steps: int = 1000
+    eval_every: int = 100
+    seed: int = 0
+    lr: float = 2e-5
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    max_seq_length: int | None = None  # default: the model's max_position (512 for the paper's presets)
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    optimizer: str = "adamw"
+    group_by_length: bool = False  # length-grouped training batches: faster, but less mixed on small data
+    pooling: str = "cls"  # classification/regression/multiple-choice: the [CLS] pooler, or "mean" of the tokens
+    text_columns: tuple[str, ...] | None = None
+    label_column: str | None = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    n_best_size: int = 20
+    null_score_diff_threshold: float = 0.0
+    max_qa_length: int | None = None  # RACE's question + option; default min(128, max_seq_length // 2)
+    device: str | None = None  # default: cuda when available
+
+    def __post_init__(self) -> None:
+        for name in ("train", "dev", "init", "out", "tokenizer"):  # paths may come as Path objects
+            if isinstance(getattr(self, name), os.PathLike):
+                setattr(self, name, os.fspath(getattr(self, name)))
+        if isinstance(self.text_columns, str):  # "sentence1,sentence2" as --text-columns takes it
+            self.text_columns = tuple(c.strip() for c in self.text_columns.split(","))
+        elif isinstance(self.text_columns, list):  # as JSON (finetune.json) holds it
+            self.text_columns = tuple(self.text_columns)
+        check_types(self)
+        if self.text_columns is not None and not all(isinstance(c, str) and c for c in self.text_columns):
+            raise ValueError(f"FinetuneConfig.text_columns must be column names, got {self.text_columns!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"FinetuneConfig.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.task not in TASKS:
+            raise ValueError(f"FinetuneConfig.task must be one of {sorted(TASKS)}, got {self.task!r}")
+        if self.max_qa_length is None and self.max_seq_length is not None:  # the official 128 at length 512
+            self.max_qa_length = min(128, self.max_seq_length // 2)
+        for name in ("max_steps", "eval_every", "batch_size", "eval_batch_size", "max_seq_length", "doc_stride",
+                     "max_query_length", "max_answer_length", "n_best_size", "max_qa_length"):  # fmt: skip
+            value = getattr(self, name)
+            if value is None and name in ("max_seq_length", "max_qa_length"):  # resolved from the model
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
+        if not 0 < self.lr < math.inf:
+            raise ValueError(f"FinetuneConfig.lr must be a positive finite number, got {self.lr!r}")
+        if not 0 <= self.seed < 2**63:  # numpy's default_rng (the batch order) takes no negative seed
+            raise ValueError(f"FinetuneConfig.seed must be an integer in [0, 2**63), got {self.seed}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"FinetuneConfig.pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.pooling != "cls":  # "cls" is also what every other task's config holds (finetune.json)
+            check_pooling(self.task, self.pooling)
+        for name in ("warmup", "weight_decay"):
+            if not 0 <= getattr(self, name) < math.inf:  # NaN too
+                raise ValueError(f"FinetuneConfig.{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.warmup_steps > self.max_steps:
+            raise ValueError(
+                f"FinetuneConfig.warmup ({self.warmup!r} steps) exceeds max_steps ({self.max_steps}): the learning "
+                "rate would never reach its peak (a value below 1 is a fraction of max_steps)"
+            )
+        # [CLS] A [SEP] B [SEP] must leave at least one token for the passage.
+        part = {"squad": "max_query_length", "multiple-choice": "max_qa_length"}.get(self.task)
+        if part and self.max_seq_length and getattr(self, part) + 4 > self.max_seq_length:
+            flag = "--" + part.replace("_", "-")
+            raise ValueError(
+                f"FinetuneConfig.max_seq_length ({self.max_seq_length}, --max-seq-length) must exceed {part} "
+                f"({getattr(self, part)}, {flag}) by at least 4"
+            )
+        self._resolve_columns()
+
+    def _resolve_columns(self) -> None:
+        if self.task not in DEFAULT_COLUMNS and (self.text_columns or self.label_column):
+            raise ValueError(
+                f"FinetuneConfig.text_columns / label_column (--text-columns / --label-column) are for table files "
+                f"({', '.join(DEFAULT_COLUMNS)}); task {self.task!r} reads its own format and would ignore them"
+            )
+        columns, label = DEFAULT_COLUMNS.get(self.task, ((), None))
+        self.text_columns = tuple(self.text_columns) if self.text_columns else columns
+        self.label_column = self.label_column or label
+        if self.label_column in self.text_columns:  # the model would be given its answer as input
+            raise ValueError(
+                f"FinetuneConfig.label_column {self.label_column!r} (--label-column) is also one of the text columns "
+                f"{list(self.text_columns)} (--text-columns; default for {self.task}: {list(columns)}): the model "
+                "would read its label as input"
+            )
+
+    @property
+    def warmup_steps(self) -> int:
+        return int(self.warmup * self.max_steps) if self.warmup < 1 else int(self.warmup)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["text_columns"] = list(d["text_columns"]) if d["text_columns"] else None
+        return d

@@ -1,0 +1,107 @@
+"""A model directory, whoever wrote it: `load` and `load_config` read litebert's or transformers', `save` writes
+litebert's with the tokenizer files both libraries read, and `import_hf` / `export_hf` convert between the two.
+
+litebert.load, litebert.save and the `litebert convert` commands are these functions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch import nn
+
+from litebert.hf.convert import (
+    check_destination,
+    check_distinct,
+    export_finetuned,
+    load_hf,
+    save_hf,
+)
+from litebert.hf.names import config_from_hf
+from litebert.hf.tokenizer import copy_tokenizer_with_hf_files
+from litebert.io import read_json
+from litebert.model.config import ModelConfig
+from litebert.model.heads import AlbertForPretraining
+from litebert.model.weights import (
+    CONFIG_FILE,
+    HEAD_FILE,
+    META_FILE,
+    WEIGHTS_FILE,
+    config_from_json,
+    load_model,
+    read_config_json,
+    save_model,
+)
+
+# Files whose presence means a directory holds a model: litebert's, a fine-tuned one's, or transformers'.
+MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorch_model.bin", HEAD_FILE, META_FILE)
+
+
+def model_files(directory: str | Path) -> list[str]:
+    """The MODEL_FILES in `directory`: a model there, which a tokenizer or a conversion must not be written over."""
+    return [name for name in MODEL_FILES if (Path(directory) / name).is_file()]
+
+
+def is_transformers_config(data: dict) -> bool:
+    return data.get("model_type") == "albert"
+
+
+def _config(data: dict, where: Path) -> ModelConfig:
+    return config_from_hf(data) if is_transformers_config(data) else config_from_json(data, where)
+
+
+def load_config(directory: str | Path) -> ModelConfig:
+    """The ModelConfig of a litebert or transformers ALBERT directory."""
+    directory = Path(directory)
+    return _config(read_config_json(directory), directory / CONFIG_FILE)
+
+
+def read_model_config(path: str | Path) -> ModelConfig:
+    """The ModelConfig of a model directory, or of a JSON file: a model's config.json (litebert's or
+    transformers') or a plain ModelConfig file."""
+    path = Path(path)
+    if path.is_dir():
+        return load_config(path)
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return _config(data, path)
+
+
+def load(directory: str | Path) -> AlbertForPretraining:
+    """Load an AlbertForPretraining from a litebert directory or a transformers ALBERT directory, in eval
+    mode (as transformers' from_pretrained; call .train() to train it)."""
+    directory = Path(directory)
+    if is_transformers_config(read_config_json(directory)):
+        return load_hf(directory).eval()
+    return load_model(directory)
+
+
+def save(model: nn.Module, directory: str | Path, tokenizer_dir: str | Path | None = None) -> Path:
+    """Write config.json and model.safetensors into `directory`, and the tokenizer of `tokenizer_dir` (if given)
+    with transformers' tokenizer files, so that both libraries read the directory."""
+    directory = save_model(model, directory)
+    if tokenizer_dir is not None:
+        copy_tokenizer_with_hf_files(tokenizer_dir, directory)
+    return directory
+
+
+def import_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
+    """Convert a transformers ALBERT directory into a litebert directory (tokenizer files included); dst_dir is
+    new or empty (see convert.check_destination)."""
+    check_distinct(src_dir, dst_dir)
+    check_destination(dst_dir, model_files(dst_dir))
+    return save(load_hf(src_dir), dst_dir, tokenizer_dir=src_dir)
+
+
+def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
+    """Convert a litebert directory into a transformers ALBERT directory (tokenizer files included). A
+    fine-tuned directory becomes the transformers task model of its head (AlbertForSequenceClassification,
+    ...ForTokenClassification, ...ForQuestionAnswering, ...ForMultipleChoice) with its labels; a head transformers
+    has no class for (mean pooling, the similarity bi-encoder) is left out, with a warning. dst_dir is new or
+    empty (see convert.check_destination)."""
+    check_distinct(src_dir, dst_dir)
+    check_destination(dst_dir, model_files(dst_dir))
+    if (Path(src_dir) / META_FILE).is_file():
+        return export_finetuned(Path(src_dir), dst_dir)
+    return save_hf(load(src_dir), dst_dir, tokenizer_dir=src_dir)

@@ -1,0 +1,33 @@
+"""The model: configuration and presets, the ALBERT encoder, its pretraining heads, parameter counts, weights.
+
+    config.py     ModelConfig (validated) and the paper's presets (`preset("albert-base")`)
+    albert.py     the encoder, read top to bottom: embeddings, attention, FFN, cross-layer sharing, pooler
+    kernels.py    activations, fast CPU dropout, fused CPU inference layers
+    heads.py      masked-LM and SOP/NSP heads: AlbertForPretraining and its losses
+    params.py     parameter counts built from the real modules, beside the paper's tables
+    weights.py    litebert's model files: config.json + model.safetensors (digest-checked, no pickle)
+    resize.py     growing the vocabulary of a model (after `tokenizer add-words`)
+    allocator.py  the process's CPU malloc setting for training steps
+
+Nothing here knows about tokenizers, data, training or transformers.
+"""
+
+from litebert.model.albert import Albert
+from litebert.model.config import PRESETS, ModelConfig, preset
+from litebert.model.heads import AlbertForPretraining, PretrainingOutput
+from litebert.model.params import ParamCount, count_parameters
+from litebert.model.weights import load_model, load_model_config, save_model
+
+__all__ = [
+    "PRESETS",
+    "Albert",
+    "AlbertForPretraining",
+    "ModelConfig",
+    "ParamCount",
+    "PretrainingOutput",
+    "count_parameters",
+    "load_model",
+    "load_model_config",
+    "preset",
+    "save_model",
+]

@@ -1,0 +1,318 @@
+"""The ALBERT encoder: factorized embeddings, post-LN Transformer blocks with cross-layer sharing, pooler.
+
+Reads top to bottom, parts before the whole. Nothing about training, parallelism or Hugging Face lives here
+(pretraining heads are in heads.py, the activation, dropout and fused CPU kernels it calls in kernels.py, the
+transformers name map in litebert.hf).
+Shapes: B batch, T sequence length, E embedding size, H hidden size, N heads, D head size (H / N).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from litebert.model.config import ModelConfig
+from litebert.model.kernels import Dropout, FusedDense, activation, dropout
+
+
+def check_ids(input_ids: torch.Tensor, token_type_ids: torch.Tensor, config: ModelConfig) -> None:
+    """A clear error for input the embedding lookups would reject with a bare IndexError. Id ranges are
+    checked on CPU only: on a GPU (and inside torch.compile) reading them back would stall the step."""
+    if input_ids.dim() != 2:
+        raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+    if input_ids.shape[1] == 0:
+        raise ValueError(f"input_ids of shape {tuple(input_ids.shape)} hold no tokens: a sequence needs at least [CLS]")
+    if input_ids.shape[1] > config.max_position:
+        raise ValueError(f"sequence length {input_ids.shape[1]} exceeds the model's max_position {config.max_position}")
+    if input_ids.device.type != "cpu" or torch.compiler.is_compiling() or not input_ids.numel():
+        return
+    for name, ids, size in (("input_ids", input_ids, config.vocab_size),
+                            ("token_type_ids", token_type_ids, config.type_vocab_size)):  # fmt: skip
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= size:
+            raise ValueError(f"{name} hold {low if low < 0 else high}, outside [0, {size})")
+
+
+class Embeddings(nn.Module):
+    """Word (V x E) + position (P x E) + token type (2 x E) -> LayerNorm -> dropout -> Linear E -> H.
+
+    Factorisation (paper section 3.1): V x E + E x H parameters instead of V x H. Without a projection
+    (E == H, the BERT baseline as the official code builds it) the output stays in E.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        E = config.embedding_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, E)
+        self.position_embeddings = nn.Embedding(config.max_position, E)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
+        self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
+        self.dropout = Dropout(config.hidden_dropout)
+        self.projection = nn.Linear(E, config.hidden_size) if config.has_projection else None
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor,
+        unpad: Unpadded | None = None,
+        fused: FusedDense | None = None,
+    ) -> torch.Tensor:
+        check_ids(input_ids, token_type_ids, self.config)
+        T = input_ids.shape[1]
+        positions = torch.arange(T, device=input_ids.device)
+        x = self.word_embeddings(input_ids) + self.position_embeddings(positions)
+        x = x + self.token_type_embeddings(token_type_ids)  # (B, T, E)
+        x = self.dropout(self.norm(x))
+        if unpad is not None:
+            x = unpad.unpad(x)  # (N, E): the projection skips padding too
+        if self.projection is not None:
+            x = fused(self.projection, x) if fused else self.projection(x)  # (B, T, H) or (N, H)
+        return x
+
+
+class Unpadded:
+    """The real (non-padding) tokens of a padded batch, so dense layers skip the padding.
+
+    Linear layers, LayerNorms and the FFN see only the N real tokens (N, C); attention scatters them back to
+    the (B, T) grid it needs. Padded positions come back as zeros: they carry no meaning in any model.
+    With `rows` > N the unpadded tensors carry that many rows, the extra ones copies of the first real token
+    that `pad` leaves out (FusedDense.rows: so that oneDNN sees shapes it has seen before).
+    """
+
+    def __init__(self, attention_mask: torch.Tensor, rows: int | None = None):
+        self.batch, self.length = attention_mask.shape
+        self.index = attention_mask.reshape(-1).nonzero().squeeze(1)  # (N,) flat positions of real tokens
+        self.gather = self.index
+        if rows is not None and rows > len(self.index) > 0:
+            self.gather = F.pad(self.index, (0, rows - len(self.index)), value=int(self.index[0]))  # (rows,)
+
+    def unpad(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(self.batch * self.length, -1).index_select(0, self.gather)  # (N, C)
+
+    def pad(self, x: torch.Tensor) -> torch.Tensor:
+        full = x.new_zeros(self.batch * self.length, x.shape[-1])
+        full.index_copy_(0, self.index, x[: len(self.index)])  # in place: index_copy would clone the grid
+        return full.view(self.batch, self.length, -1)  # (B, T, C)
+
+
+# On CPU, torch's fused attention kernel is slow for short sequences (its backward above all: 2-5x slower than
+# the explicit product in bf16 at T <= 256, measured in benchmarks/attention.py), so there the scores are
+# materialised as long as they stay small; longer sequences, and every GPU, use the fused kernel. With attention
+# dropout the CPU has no fused kernel at all: SDPA falls back to its own explicit product, which materialises the
+# same scores and draws Bernoulli masks, so the explicit path with `keep_mask` is used at every length (as fast at
+# T = 512 with padding, 1.1-1.9x faster elsewhere in fp32: python benchmarks/attention.py --dropout 0.1).
+# In fp32 the explicit forward + backward is 1.03-1.3x faster up to T = 128 (benchmarks/attention.py --dtype
+# float32), a forward alone (inference) only up to T = 64 (--forward: 0.8-1.1x at 128, 1.7x at 40).
+EXPLICIT_MAX_LENGTH = {torch.float32: 128, torch.float64: 128}  # other dtypes (bf16, fp16): 256
+EXPLICIT_MAX_LENGTH_FORWARD = {torch.float32: 64, torch.float64: 64}  # without a backward pass
+EXPLICIT_MAX_SCORES = 1 << 25  # B * N * T * T elements kept for the backward pass
+
+
+def attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, dropout_p: float
+) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(D) + mask) V for (B, N, T, D) inputs; `mask` is a boolean (B, 1, 1, T) or None."""
+    length = q.shape[2]
+    longest = EXPLICIT_MAX_LENGTH if torch.is_grad_enabled() and q.requires_grad else EXPLICIT_MAX_LENGTH_FORWARD
+    short = length <= longest.get(q.dtype, 256) and q.shape[:2].numel() * length**2 <= EXPLICIT_MAX_SCORES
+    if q.device.type != "cpu" or not (short or dropout_p > 0):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    # The softmax runs in the scores' dtype: torch's CPU kernel accumulates bf16/fp16 in fp32 anyway, and the fp32
+    # copy of the scores and its cast back cost more than the softmax (an attention forward + backward in bf16 is
+    # 1.3-1.9x faster at lengths 64-256 and level at 32: python benchmarks/attention.py --softmax).
+    # Scaled and masked in place (the product's backward needs only q and k), the mask as an added 0 / -inf bias:
+    # torch's broadcast masked_fill is 4-5x slower than a broadcast add on CPU, forward and backward (python
+    # benchmarks/attention.py --inplace compares the two forms).
+    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)  # (B, N, T, T)
+    if mask is not None:
+        scores.add_(torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, -math.inf))
+    probs = torch.softmax(scores, dim=-1)
+    return torch.matmul(dropout(probs, dropout_p), v)
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention with a fused QKV projection, residual and post-LayerNorm.
+
+    x = LN(x + Dropout(Dense(SDPA(Q, K, V)))) as in BERT/ALBERT. The padding mask is a boolean (B, 1, 1, T)
+    with True where a key may be attended to.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.num_heads = config.num_heads
+        self.qkv = nn.Linear(H, 3 * H)  # one matmul instead of three; split per head below
+        self.out = nn.Linear(H, H)
+        self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.attention_dropout = config.attention_dropout
+        self.dropout = Dropout(config.hidden_dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        unpad: Unpadded | None = None,
+        fused: FusedDense | None = None,
+    ) -> torch.Tensor:
+        qkv = fused(self.qkv, x) if fused else self.qkv(x)  # (B, T, 3H), or (N, 3H) when unpadded
+        if unpad is not None:
+            qkv = unpad.pad(qkv)  # attention itself needs the (B, T) grid
+        B, T, H3 = qkv.shape
+        H = H3 // 3
+        q, k, v = qkv.view(B, T, 3, self.num_heads, H // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
+        p = self.attention_dropout if self.training else 0.0
+        y = attend(q, k, v, mask, p)  # (B, N, T, D)
+        y = y.transpose(1, 2).reshape(B, T, H)
+        if unpad is not None:
+            y = unpad.unpad(y)  # (N, H)
+        if fused:
+            return self.norm(fused(self.out, y, residual=x))
+        return self.norm(x + self.dropout(self.out(y)))
+
+
+class FeedForward(nn.Module):
+    """Linear(H, 4H) -> GELU -> Linear(4H, H), residual and post-LayerNorm."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.act = config.hidden_act
+        self.up = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = Dropout(config.hidden_dropout)
+
+    def forward(self, x: torch.Tensor, fused: FusedDense | None = None) -> torch.Tensor:
+        if fused:
+            return self.norm(fused(self.down, fused(self.up, x, act=self.act), residual=x))
+        return self.norm(x + self.dropout(self.down(activation(self.act, self.up(x)))))
+
+
+def layer_schedule(config: ModelConfig) -> list[tuple[int, int]]:
+    """For every block applied in depth order, the index of the attention and of the FFN parameters it uses.
+
+    With sharing "all", layer i uses group int(i / (L / groups)), transformers' expression (the official
+    int(i / L * groups) rounds differently in rare cases: L = groups = 22, layer 15), and runs that
+    group's `inner_group_num` blocks in turn, so a group's blocks are numbered g * inner + j. "attention" and
+    "ffn" share one module of that kind across all layers and give every layer its own other half (the
+    paper's Table 5); "none" gives every layer its own block (BERT).
+    """
+    L, G, inner = config.num_layers, config.num_hidden_groups, config.inner_group_num
+    if config.sharing == "all":
+        groups = [int(i / (L / G)) for i in range(L)]
+        return [(g * inner + j, g * inner + j) for g in groups for j in range(inner)]
+    if config.sharing == "attention":
+        return [(0, i) for i in range(L)]
+    if config.sharing == "ffn":
+        return [(i, 0) for i in range(L)]
+    return [(i, i) for i in range(L)]
+
+
+class Encoder(nn.Module):
+    """The stack of blocks, each block drawing its attention and FFN from the shared parameter lists."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.schedule = layer_schedule(config)
+        num_attention = 1 + max(a for a, _ in self.schedule)
+        num_ffn = 1 + max(f for _, f in self.schedule)
+        self.attentions = nn.ModuleList(Attention(config) for _ in range(num_attention))
+        self.ffns = nn.ModuleList(FeedForward(config) for _ in range(num_ffn))
+        # Recompute activations in backward to save memory; each application is checkpointed on its own,
+        # so shared parameters simply accumulate gradient from every layer that used them.
+        self.gradient_checkpointing = False
+
+    def _block(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        unpad: Unpadded | None,
+        a: int,
+        f: int,
+        fused: FusedDense | None = None,
+    ) -> torch.Tensor:
+        return self.ffns[f](self.attentions[a](x, mask, unpad, fused), fused)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        unpad: Unpadded | None = None,
+        fused: FusedDense | None = None,
+        *,
+        return_all: bool = False,
+    ) -> torch.Tensor | list[torch.Tensor]:
+        states = [x]
+        for a, f in self.schedule:
+            if self.gradient_checkpointing and self.training:  # training: never fused
+                x = checkpoint(self._block, x, mask, unpad, a, f, use_reentrant=False)
+            else:
+                x = self._block(x, mask, unpad, a, f, fused)
+            states.append(x)
+        return states if return_all else x
+
+
+class Albert(nn.Module):
+    """The backbone: embeddings -> encoder -> (last hidden state, tanh-pooled [CLS] state)."""
+
+    def __init__(self, config: ModelConfig, *, init: bool = True):
+        super().__init__()
+        self.config = config
+        self.embeddings = Embeddings(config)
+        self.encoder = Encoder(config)
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+        if init:  # the official initialisation (AlbertForPretraining applies it once to backbone and heads)
+            init_weights(self, config.initializer_range)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        for name, t in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids)):
+            if t is not None and t.shape != input_ids.shape:
+                raise ValueError(f"{name} of shape {tuple(t.shape)} must match input_ids' {tuple(input_ids.shape)}")
+        # Inference on CPU runs each dense layer as one fused oneDNN or MKL call (fused.py); training runs eager torch.
+        fused = FusedDense.for_forward(self.embeddings.word_embeddings.weight, self.training)
+        padding = None  # (B, T, 1) True at padded positions that were computed (a padded position 0)
+        if attention_mask is None or bool(attention_mask.all()):
+            x = self.embeddings(input_ids, token_type_ids, fused=fused)  # (B, T, H)
+            x = self.encoder(x, None, fused=fused)  # (B, T, H)
+        else:
+            # Padding: run the dense layers on real tokens only (often half the work on real sentences).
+            real = attention_mask.bool()
+            # The pooler reads position 0 even where it is padding (left padding): compute it there too, as a
+            # query only that no real token attends to, so the pooled output is the one a padded model gives
+            # (rows without any real token stay zeros).
+            pad0 = ~real[:, 0] & real.any(1)  # (B,)
+            computed = real | F.pad(pad0[:, None], (0, real.shape[1] - 1))
+            unpad = Unpadded(computed, rows=fused.rows(int(computed.sum())) if fused else None)
+            x = self.embeddings(input_ids, token_type_ids, unpad, fused)  # (N, H)
+            x = unpad.pad(self.encoder(x, real[:, None, None, :], unpad, fused))  # (B, T, H)
+            if bool(pad0.any()):
+                padding = ~real[..., None]
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, H)
+        if padding is not None:
+            x = x.masked_fill(padding, 0.0)  # zeros at every padded position, position 0 included
+        return x, pooled
+
+
+@torch.no_grad()
+def init_weights(module: nn.Module, std: float) -> None:
+    """Truncated normal (std, cut at 2 std) for every weight matrix and embedding, as the official code
+    (modeling.create_initializer); zero biases; LayerNorm to identity."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear | nn.Embedding):
+            nn.init.trunc_normal_(m.weight, std=std, a=-2 * std, b=2 * std)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)

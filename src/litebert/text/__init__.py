@@ -1,0 +1,27 @@
+"""Raw documents -> sentences: the first stage of the pipeline.
+
+read.py       files and directories (.txt, .jsonl, .gz, .bz2) as a stream of documents; `prepare` writes the
+              official format (one sentence per line, a blank line between documents)
+lines.py      a file as decoded lines: bad bytes replaced and reported, long lines in bounded pieces
+sentences.py  sentence splitting (sentencex plus repairs measured on English and Korean text)
+normalize.py  the text normalisation the tokenizer applies (the official preprocess_text, Korean kept whole)
+report.py     what a read found: counts, and every file, line or byte skipped or repaired
+"""
+
+from litebert.text.normalize import Normalizer
+from litebert.text.read import READER_VERSION, Paths, ReadConfig, iter_files, path_list, prepare, read_documents
+from litebert.text.report import TextReport
+from litebert.text.sentences import split_sentences
+
+__all__ = [
+    "READER_VERSION",
+    "Normalizer",
+    "Paths",
+    "ReadConfig",
+    "TextReport",
+    "iter_files",
+    "path_list",
+    "prepare",
+    "read_documents",
+    "split_sentences",
+]

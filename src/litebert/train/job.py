@@ -1,0 +1,323 @@
+"""The pretraining job end to end: corpus -> tokenizer -> data -> pretrain, and the embedded default run.
+
+`litebert pretrain` with no arguments is `run_job(PretrainJob())`: the tiny preset trained on the packaged
+Moby-Dick corpus (tokenizer and data built into RUN_DIR/prep) in a few minutes on a laptop CPU. A real job
+gives `data_dir` (built by `litebert data build`) and its tokenizer, or a corpus, plus its configs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from litebert.data.build import build
+from litebert.data.config import DataConfig
+from litebert.data.shards import built_seq_length, read_manifest
+from litebert.hf.directory import load_config
+from litebert.hf.tokenizer import write_hf_tokenizer_files
+from litebert.io import check_dir_path, check_types, from_dict, read_json
+from litebert.model.config import PRESETS, ModelConfig, preset
+from litebert.text.read import ReadConfig
+from litebert.tokenizer.tokenizer import Tokenizer
+from litebert.tokenizer.train import TokenizerTrainConfig, train_tokenizer
+from litebert.train import dist
+from litebert.train.checkpoint import latest_checkpoint, list_checkpoints, verify_checkpoint
+from litebert.train.config import TrainConfig
+from litebert.train.loop import TrainSummary, pretrain
+from litebert.train.metrics import plot_run
+from litebert.train.precision import check_precision, resolve_precision
+from litebert.train.run import RUN_CONFIG, RunFiles, check_init_tokenizer, finished_at, run_started
+
+PACKAGED_CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "moby-dick"  # the chapters, not the README
+# Settings a resumed run may change without changing its arithmetic.
+_RESUME_NEUTRAL = ("max_steps", "save_every", "eval_every", "log_every", "keep_last", "progress", "tensorboard",
+                   "compile", "grad_checkpointing")  # fmt: skip
+
+DEFAULT_PRESET = "tiny"
+# The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
+DEFAULT_TRAIN = dict(
+    max_steps=1600, batch_size=32, lr=1e-2, warmup_ratio=0.1, save_every=400, eval_every=400, log_every=20,
+    precision="auto",
+)  # fmt: skip
+# ALBERT v2 trains the encoder without dropout (PAPER.md section 1): at this scale it only slows MLM down.
+# The SOP classifier keeps its dropout: with a few thousand pairs it otherwise memorises their order.
+DEFAULT_MODEL = dict(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.1)
+# Ten pairings of every chapter (official dupe_factor, here with masks redrawn each epoch as well), so the
+# SOP labels are not the same few thousand pairs seen again every epoch.
+DEFAULT_DATA = dict(max_seq_length=128, masking="dynamic", dupe_factor=10, eval_fraction=0.05)  # 20 predictions
+
+
+@dataclass(kw_only=True)
+class PretrainJob:
+    """Everything `litebert pretrain` needs; `--config FILE` is this object as JSON (unknown keys refused)."""
+
+    preset: str = DEFAULT_PRESET
+    model: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_MODEL))  # fields over the preset
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(**DEFAULT_TRAIN))
+    data: DataConfig = field(default_factory=lambda: DataConfig(**DEFAULT_DATA))
+    corpus: list[str] | None = None  # raw text files/dirs (default: the packaged corpus) when no data_dir
+    data_dir: str | None = None
+    tokenizer: str | None = None  # tokenizer dir; trained on the corpus when None and no data_dir
+    vocab_size: int = 8000  # of the tokenizer trained here
+    read: ReadConfig = field(default_factory=ReadConfig)  # how the corpus is read (documents, wrapped lines)
+    init_from: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("data_dir", "tokenizer", "init_from"):  # paths may come as Path objects
+            if isinstance(getattr(self, name), os.PathLike):
+                setattr(self, name, os.fspath(getattr(self, name)))
+        if isinstance(self.corpus, str | os.PathLike):  # one path (a string was read as its characters)
+            self.corpus = [self.corpus]
+        if self.corpus is not None:
+            if not isinstance(self.corpus, list) or not all(isinstance(c, str | os.PathLike) for c in self.corpus):
+                raise ValueError(f"PretrainJob.corpus must be a path or a list of paths, got {self.corpus!r}")
+            self.corpus = [os.fspath(c) for c in self.corpus]
+        check_types(self)
+        if self.corpus is not None and self.data_dir is not None:
+            raise ValueError("PretrainJob: 'corpus' (--corpus) and 'data_dir' (--data) both given; data_dir is data "
+                             "built already, so the corpus would be ignored: give one of them")  # fmt: skip
+        if self.init_from is not None and self.preset != DEFAULT_PRESET:
+            raise ValueError(f"PretrainJob: 'preset' ({self.preset!r}, --preset) cannot be combined with 'init_from' "
+                             "(--init-from): the model's own config is used")  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> PretrainJob:
+        """Sections "train" and "data" are TrainConfig / DataConfig fields over the embedded defaults."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        data = dict(data)
+        train = {**DEFAULT_TRAIN, **_section(data, "train", source)}
+        data_cfg = {**DEFAULT_DATA, **_section(data, "data", source)}
+        data["train"] = from_dict(TrainConfig, train, source=f"{source}: train")
+        data["data"] = from_dict(DataConfig, data_cfg, source=f"{source}: data")
+        data["read"] = from_dict(ReadConfig, _section(data, "read", source), source=f"{source}: read")
+        model, name = data.get("model"), data.get("preset", DEFAULT_PRESET)
+        if isinstance(model, dict) and model and isinstance(name, str) and name in PRESETS:  # named here, not later
+            ModelConfig.from_dict({**PRESETS[name], **model}, source=f"{source}: model")
+        return from_dict(cls, data, source=source)
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> PretrainJob:
+        return cls.from_dict(read_json(path), source=str(path))
+
+
+def _section(data: dict, key: str, source: str) -> dict:
+    value = data.pop(key, None)
+    value = {} if value is None else value
+    if not isinstance(value, dict):
+        raise ValueError(f"{source}: {key!r} must be a JSON object of fields")
+    if "model" in data and not isinstance(data["model"], dict):
+        raise ValueError(f"{source}: 'model' must be a JSON object of ModelConfig fields")
+    return value
+
+
+def run_job(
+    job: PretrainJob,
+    out_dir: str | Path = "runs/default",
+    *,
+    resume: bool = False,
+    train_overrides: dict[str, Any] | None = None,
+) -> TrainSummary:
+    """Prepare (tokenizer, data) as needed, then pretrain into `out_dir`; returns the training summary.
+
+    With `resume`, the run's own saved train config is used, with `train_overrides` (e.g. a larger
+    max_steps) on top; `job.train` is ignored.
+    """
+    out = Path(out_dir)
+    if train_overrides and not resume:
+        job = dataclasses.replace(job, train=dataclasses.replace(job.train, **train_overrides))
+    env = dist.setup(job.train.device)  # under torchrun: one process group for preparation and training
+    try:
+        with warnings.catch_warnings():
+            if not env.is_main:  # every rank reads the same run and data: rank 0 alone reports what it finds
+                warnings.simplefilter("ignore")
+            if resume:
+                _lock_for_resume(out, env)
+            summary = _resume(job, out, train_overrides or {}, env) if resume else _fresh(job, out, env)
+        if env.is_main:
+            _plots(out)
+        return summary
+    finally:
+        RunFiles(run_dir=out).unlock()  # also when a resume was refused after taking the lock
+        dist.teardown(env)
+
+
+def _lock_for_resume(out: Path, env: dist.DistEnv) -> None:
+    """Rank 0 takes RUN_DIR's lock before a resume looks at the run (workers of a killed torchrun may still be
+    finishing it); a refusal is raised on every rank."""
+    error = None
+    if env.is_main and out.is_dir():
+        try:
+            RunFiles(run_dir=out).lock_dir()
+        except (ValueError, OSError) as exc:
+            error = exc
+    error = dist.broadcast_object(error, env)
+    if error is not None:
+        raise error
+
+
+def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
+    check_dir_path(out, "--out names the run directory")  # before preparing data into it
+    if run_started(out):
+        raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out "
+                         "(nothing was overwritten)")  # fmt: skip
+    dist.barrier(env)  # every rank has checked before rank 0 writes anything
+    error = None
+    if env.is_main:  # tokenizer training and data building write files: rank 0 alone
+        try:
+            check_precision(job.train.precision, env.device)  # refusals before hours of preparing: the
+            _model_config(job, None)  # device's, and the model's (init_from found, valid fields)
+            _prepare(job, out)
+        except (ValueError, OSError) as exc:  # raised on every rank, not as a lost connection on the others
+            error = exc
+    error = dist.broadcast_object(error, env)
+    if error is not None:
+        raise error
+    tokenizer_dir, data_dir = _prepare(job, out, paths_only=True)
+    model_config = _model_config(job, data_dir)
+    return pretrain(model_config, job.train, data_dir, out, init_from=job.init_from, tokenizer_dir=tokenizer_dir)
+
+
+def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[Path | None, Path]:
+    """(tokenizer dir, data dir): given ones, or trained/built into RUN_DIR/prep from the corpus."""
+    tokenizer = Path(job.tokenizer) if job.tokenizer else None
+    if tokenizer is not None and job.init_from is not None and not paths_only:  # before building data with it
+        check_init_tokenizer(tokenizer, Path(job.init_from))
+    if job.data_dir is not None:  # the run finds the data's own tokenizer (pretrain / open_run)
+        return tokenizer, Path(job.data_dir)
+    if tokenizer is None and job.init_from and (Path(job.init_from) / "spiece.model").is_file():
+        tokenizer = Path(job.init_from)
+    corpus = [Path(c) for c in (job.corpus or [PACKAGED_CORPUS])]
+    data_dir = out / "prep" / "data"
+    if tokenizer is None:
+        tokenizer = out / "prep" / "tokenizer"
+        if not paths_only:
+            config = TokenizerTrainConfig(vocab_size=job.vocab_size, read=job.read)
+            write_hf_tokenizer_files(train_tokenizer(corpus, tokenizer, config=config, progress=job.train.progress))
+    if paths_only:
+        return tokenizer, data_dir
+    workers = max(1, min(4, os.cpu_count() or 1))
+    build(corpus, tokenizer, data_dir, job.data, workers=workers, read_config=job.read, progress=job.train.progress)
+    return tokenizer, data_dir
+
+
+def _model_config(job: PretrainJob, data_dir: Path | None) -> ModelConfig:
+    """The model to train: init_from's, or the preset with the job's fields, sized to the data; with no data yet
+    (a check before preparing it), to the tokenizer's vocab_size and the data config's sequence length."""
+    if data_dir is None:
+        vocab, seq = _planned_vocab_size(job), job.data.max_seq_length
+    else:
+        manifest = read_manifest(data_dir)
+        vocab = int(manifest.get("vocab_size", 0))
+        seq = built_seq_length(manifest)
+    if job.init_from is not None:
+        if _model_overrides(job):
+            raise ValueError("config: 'model' overrides cannot be combined with init_from (its config is used)")
+        config = load_config(job.init_from)
+        if vocab > config.vocab_size:  # a vocabulary grown by `tokenizer add-words`: the model grows with it
+            config = dataclasses.replace(config, vocab_size=vocab)
+        return config
+    fields = {"vocab_size": vocab}
+    if seq:
+        fields["max_position"] = max(seq, preset(job.preset).max_position)
+    config = preset(job.preset, **{**fields, **_model_fields(job)})
+    if data_dir is None and vocab > config.vocab_size:  # before the tokenizer and data are made, not after
+        raise ValueError(
+            f"config: model vocab_size {config.vocab_size} is smaller than the tokenizer's {vocab} pieces; leave "
+            "vocab_size out (the model takes the tokenizer's) or make them agree"
+        )
+    return config
+
+
+def _planned_vocab_size(job: PretrainJob) -> int:
+    """The vocab_size the data will have: the given tokenizer's or data's, else the one trained here."""
+    if job.data_dir is not None and job.tokenizer is None and (Path(job.data_dir) / "manifest.json").is_file():
+        return int(read_manifest(job.data_dir).get("vocab_size", 0))
+    if job.tokenizer is not None and (Path(job.tokenizer) / "spiece.model").is_file():  # else refused later, named
+        return Tokenizer.load(job.tokenizer).vocab_size
+    return job.vocab_size
+
+
+def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.DistEnv) -> TrainSummary:
+    """Continue RUN_DIR with its own model config and data; `job.train` carries the (possibly new) settings."""
+    path = out / RUN_CONFIG
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found; --resume needs a run directory written by litebert pretrain")
+    saved = read_json(path)
+    ckpt = latest_checkpoint(out)
+    if ckpt is None:
+        found = len(list_checkpoints(out))
+        why = f"all {found} checkpoint(s) are incomplete or corrupt (see the warnings)" if found else "none saved"
+        raise FileNotFoundError(f"{out}: --resume given but it holds no usable checkpoint: {why}; run the same "
+                                "command without --resume to start it again")  # fmt: skip
+    model_config = load_config(ckpt)
+    asked = _model_overrides(job)
+    if asked and ModelConfig.from_dict({**model_config.to_dict(), **asked}) != model_config:
+        raise ValueError(f"{ckpt}: cannot resume with different model settings {asked}")
+    data_dir = job.data_dir or saved.get("data_dir")
+    if data_dir is not None and not Path(data_dir).is_dir():
+        given = "given" if job.data_dir else f"recorded in {path}"
+        raise FileNotFoundError(f"{data_dir}: the run's data directory ({given}) not found; pass --data DIR "
+                                "where the run's data is now")  # fmt: skip
+    if overrides.get("precision") == "auto":  # the run saved the precision it resolved to: compare with that
+        overrides = {**overrides, "precision": resolve_precision("auto", env.device)}
+    train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
+    step = int(verify_checkpoint(ckpt)["step"])
+    _check_fixed_on_resume(out, saved["train"], overrides)
+    # A run killed after its last checkpoint but before its model was written resumes with no step to train.
+    if train.max_steps < step or (train.max_steps == step and finished_at(out, ckpt, step)):
+        raise ValueError(f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
+                         "pass a larger --max-steps to train further")  # fmt: skip
+    changed = {k: v for k, v in overrides.items() if k not in _RESUME_NEUTRAL and saved["train"].get(k) != v}
+    before = from_dict(TrainConfig, saved["train"], source=f"{path}: train")
+    if train.max_steps != before.max_steps:
+        changed["max_steps (the learning rate decays to its end at it)"] = f"{before.max_steps} -> {train.max_steps}"
+    if train.resolved_warmup_steps != before.resolved_warmup_steps and step < max(
+        before.resolved_warmup_steps, train.resolved_warmup_steps
+    ):
+        changed["warmup (steps, from max_steps)"] = f"{before.resolved_warmup_steps} -> {train.resolved_warmup_steps}"
+    if changed:
+        warnings.warn(f"resuming {out} with changed settings {changed}: it continues with them, so it will not "
+                      "reproduce an uninterrupted run", stacklevel=2)  # fmt: skip
+    return pretrain(model_config, train, data_dir, out, resume=True)
+
+
+def _check_fixed_on_resume(out: Path, saved: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Settings the checkpoint's state belongs to: refused when changed, before anything is loaded."""
+    fixed = {"batch_size": "exact resume restores the data position, saved per batch of this size and seed",
+             "seed": "exact resume restores the data position, saved per batch of this size and seed",
+             "optimizer": "the checkpoint holds this optimizer's state; start a new run with --init-from "
+                          "RUN_DIR/model to train on with another"}  # fmt: skip
+    for key, why in fixed.items():
+        if key in overrides and overrides[key] != saved.get(key):
+            raise ValueError(f"{out}: --resume needs the run's own {key} ({saved.get(key)}), got {overrides[key]}: "
+                             f"{why}")  # fmt: skip
+
+
+def _model_overrides(job: PretrainJob) -> dict[str, Any]:
+    """Model fields the user asked for; the embedded default's dropout-free setting only shapes new models."""
+    return {} if job.model == DEFAULT_MODEL else job.model
+
+
+def _model_fields(job: PretrainJob) -> dict[str, Any]:
+    """Fields over the preset: for the default preset the user's over the embedded default's (no encoder
+    dropout); another preset keeps its own dropout unless the user's fields set it."""
+    if job.preset == DEFAULT_PRESET:
+        return {**DEFAULT_MODEL, **job.model}
+    return job.model if job.model != DEFAULT_MODEL else {}
+
+
+def _plots(out: Path) -> list[Path]:
+    try:
+        return plot_run(out)
+    except ImportError:  # matplotlib is optional (pip install 'litebert[plot]')
+        return []
+
+
+def job_to_dict(job: PretrainJob) -> dict[str, Any]:
+    return {f.name: (getattr(job, f.name).to_dict() if f.name in ("train", "data") else getattr(job, f.name))
+            for f in dataclasses.fields(job)}  # fmt: skip
