@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "file without a header row (GLUE CoLA: --text-columns 3 --label-column 1)")  # fmt: skip
     p.add_argument("--label-column", help="label (or score) column name, or its position")
     p.add_argument("--device", help="torch device (default: cuda when available)")
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16", "auto"), help="autocast precision (default fp32)")
+    p.add_argument("--grad-accum", type=int, help="micro-batches of --batch-size per optimizer step (default 1)")
+    p.add_argument("--save-every", type=int, help="steps between resumable checkpoints (default: --eval-every)")
     p.set_defaults(func=_finetune)
 
     e = sub.add_parser("evaluate", help="score SQuAD predictions (official metric) or a fine-tuned model")
