@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--precision", choices=("fp32", "bf16", "fp16", "auto"), help="autocast precision (default fp32)")
     p.add_argument("--grad-accum", type=int, help="micro-batches of --batch-size per optimizer step (default 1)")
     p.add_argument("--save-every", type=int, help="steps between resumable checkpoints (default: --eval-every)")
+    p.add_argument("--resume", action="store_true", help="continue OUT from its newest checkpoint (same settings)")
     p.set_defaults(func=_finetune)
 
     e = sub.add_parser("evaluate", help="score SQuAD predictions (official metric) or a fine-tuned model")
@@ -98,11 +99,11 @@ def _finetune(args: argparse.Namespace) -> int:
 
     if args.pooling is not None:  # asked for, even as "cls": refused where the task has no pooled state
         check_pooling(args.task, args.pooling)
-    skip = {"command", "func", "text_columns"}
+    skip = {"command", "func", "text_columns", "resume"}
     kw = {k: v for k, v in vars(args).items() if k not in skip and v is not None}
     if args.text_columns:
         kw["text_columns"] = _columns(args.text_columns)
-    result = finetune(FinetuneConfig(**kw))
+    result = finetune(FinetuneConfig(**kw), resume=args.resume)
     print(json.dumps({"best": {result.best_metric: result.best_value, "step": result.best_step},
                       "results": str(result.results_path), "best_dir": str(result.best_dir)}))  # fmt: skip
     return 0

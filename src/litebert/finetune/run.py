@@ -5,7 +5,7 @@ The recipe follows the official ALBERT fine-tuning scripts (run_classifier.py / 
 run_race.py and PAPER.md section 7): AdamW with weight decay 0.01 (not on LayerNorm and biases), linear
 warmup then linear decay to 0, gradient clipping at 1.0, the best dev checkpoint reported. It runs on the loop
 pretraining runs on (litebert.train.engine: precision, DDP under torchrun, accumulation, metrics.jsonl,
-resumable checkpoints), with the task's head and its dev evaluation plugged in. A fine-tuned model
+resumable checkpoints, SIGTERM), with the task's head and its dev evaluation plugged in. A fine-tuned model
 directory holds the (updated) pretrained model as `litebert.save` writes it, so `litebert.load` reads it, plus
 head.safetensors and finetune.json (task, labels, settings) and the tokenizer files.
 
@@ -141,7 +141,8 @@ def finetune(cfg: FinetuneConfig, *, resume: bool = False) -> FinetuneResult:
     """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json.
 
     `resume` continues the newest checkpoint in cfg.out with the run's own settings (the device may change) and
-    ends as the uninterrupted run would have. A non-finite loss raises NonFiniteLossError before anything is saved."""
+    ends as the uninterrupted run would have. SIGTERM or Ctrl-C write a checkpoint at the step in hand and raise
+    litebert.train.TrainingInterrupted; a non-finite loss raises NonFiniteLossError before anything is saved."""
     cfg = dataclasses.replace(cfg)  # defaults filled in below (max_seq_length) stay out of the caller's config
     device = resolve_device(cfg)  # before the model and data are read: an unusable --device fails at once
     out = Path(cfg.out)

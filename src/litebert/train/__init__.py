@@ -6,6 +6,7 @@ optim.py       LAMB with ALBERT's semantics, AdamW, the polynomial schedule
 step.py        one optimizer step of any objective, with no host synchronisation; the NaN guard on the device
 engine.py      the shared loop: host points (log, evaluate, save), hooks, NonFiniteLossError
 prefetch.py    batches built ahead on a thread (bounded queue, pinned memory); the position of those consumed
+interrupt.py   SIGTERM / Ctrl-C: a checkpoint at the step in hand, then exit; every rank agrees
 loop.py        `pretrain`: the MLM + SOP objective, held-out evaluation, checkpoints, exact resume
 run.py         the run directory: refusing to clobber or mix runs, resume state, the final model
 checkpoint.py  atomic, verified checkpoints
@@ -22,6 +23,7 @@ job.py         the pretraining job end to end (corpus -> tokenizer -> data -> pr
 from litebert.train.config import TrainConfig
 from litebert.train.engine import NonFiniteLossError
 from litebert.train.evaluate import evaluate
+from litebert.train.interrupt import TrainingInterrupted
 from litebert.train.job import PretrainJob, run_job
 from litebert.train.loop import TrainSummary, pretrain
 from litebert.train.optim import Lamb, build_optimizer, lr_schedule
@@ -32,6 +34,7 @@ __all__ = [
     "PretrainJob",
     "TrainConfig",
     "TrainSummary",
+    "TrainingInterrupted",
     "build_optimizer",
     "evaluate",
     "lr_schedule",

@@ -1,5 +1,5 @@
 """The training loop pretraining and fine-tuning share: steps, log records, the run's evaluation and checkpoint
-hooks.
+hooks, and SIGTERM / Ctrl-C.
 
 Between two "host points" the loop never waits for the device: each step's values stay there (step.py) and
 batches are built ahead (prefetch.py). A host point is a step that logs, evaluates, saves or stops: there the
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from litebert.train import dist
+from litebert.train.interrupt import Signals, StepVote, TrainingInterrupted
 from litebert.train.metrics import MetricsLogger, peak_flops
 from litebert.train.prefetch import Prefetcher
 from litebert.train.step import Objective, Pending, Trainer, non_finite, optimizer_step, read
@@ -62,32 +62,33 @@ def fit(
     what: str = "training",
 ) -> Fitted:
     """Train from `step` to `tr.cfg.max_steps`. `carried`: the unlogged per-step records a resumed run starts
-    with. Raises NonFiniteLossError at the first step whose loss or gradient norm was not finite."""
+    with. Raises NonFiniteLossError, or TrainingInterrupted after a checkpoint when SIGTERM or SIGINT came."""
     window = Window(tr.objective, tr, carried)
     done, pending = Fitted(step=step), []
-    sums = dist.HostSums(tr.env)
-    try:
-        while done.step < tr.cfg.max_steps:
-            values, _ = optimizer_step(tr, batches, done.step, lambda host: (0, sums(host)))
-            pending.append(values)
-            done.step = values.step
-            if progress is not None:
-                progress.update(1)
-            _host_point(tr, hooks, logger, window, pending, done, progress)
-    finally:
-        sums.close()
-        batches.close()
+    with Signals(what) as signals:
+        vote = StepVote(tr.env, signals)
+        try:
+            while done.step < tr.cfg.max_steps:
+                values, stop = optimizer_step(tr, batches, done.step, vote)
+                pending.append(values)
+                done.step = values.step
+                if progress is not None:
+                    progress.update(1)
+                _host_point(tr, hooks, logger, window, pending, done, stop, progress)
+        finally:
+            vote.close()
+            batches.close()
     return done
 
 
 def _host_point(
     tr: Trainer, hooks: Hooks, logger: MetricsLogger, window: Window, pending: list[Pending], done: Fitted,
-    progress: Any,
+    stop: int, progress: Any,
 ) -> None:  # fmt: skip
     step = done.step
     log = step % tr.cfg.log_every == 0 or step == tr.cfg.max_steps
     evaluate, save = hooks.evaluate is not None and hooks.eval_due(step), hooks.save_due(step)
-    if not (log or evaluate or save):
+    if not (log or evaluate or save or stop):
         return
     rows = read(pending, tr)
     for values, row in zip(pending, rows, strict=True):
@@ -108,9 +109,11 @@ def _host_point(
     paused = time.perf_counter()  # evaluation and saving are not training: left out of the throughput
     if evaluate:
         hooks.evaluate(step, interval)
-    if save:
+    if save or stop:
         done.checkpoint = hooks.save(step, window.rows)
     window.start += time.perf_counter() - paused
+    if stop:
+        raise TrainingInterrupted(stop, step, done.checkpoint)
 
 
 def _postfix(record: dict[str, Any]) -> dict[str, str]:
