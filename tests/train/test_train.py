@@ -17,7 +17,7 @@ import torch
 
 import litebert
 from litebert.train import NonFiniteLossError, TrainConfig, pretrain
-from litebert.train.checkpoint import list_checkpoints
+from litebert.train.checkpoint import latest_checkpoint, list_checkpoints
 from litebert.train.synthetic import Interrupted, SyntheticBatches
 
 V, T = 64, 32
@@ -128,6 +128,8 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
+    state = torch.load(latest_checkpoint(out) / "trainer.pt", weights_only=True)
+    assert state["data"] == [{"index": state["step"], "seed": 0}]  # batches consumed, not those built ahead
     resumed = run(out, resume=True, max_steps=40, save_every=1)
     assert 3 <= resumed.start_step < 40
     full = run(tmp_path / "full", max_steps=40, save_every=40)
