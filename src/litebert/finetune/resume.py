@@ -8,7 +8,6 @@ command: every setting must be the checkpoint's (the device aside), so that it e
 
 from __future__ import annotations
 
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ from litebert.hf.directory import load
 from litebert.io import read_json
 from litebert.model.weights import HEAD_FILE, META_FILE, check_state_dict, read_safetensors
 from litebert.train.checkpoint import checkpoint_dir, latest_checkpoint, list_checkpoints
-from litebert.train.metrics import METRICS_FILE
 
 RESULTS_FILE = "results.json"
 RESUMABLE = ("device",)  # settings a resumed run may change: where it runs, not what it computes
@@ -28,7 +26,7 @@ RESUMABLE = ("device",)  # settings a resumed run may change: where it runs, not
 
 def check_fresh(out: Path) -> None:
     """A fresh run into OUT: refuse to overwrite an interrupted run's checkpoints; a finished run's results are
-    replaced (scripts rerun into one directory), with a warning, and its records go."""
+    replaced (scripts rerun into one directory), with a warning (its records go when training starts)."""
     ckpt = latest_checkpoint(out)
     finished = (out / RESULTS_FILE).exists()
     if ckpt is not None and not finished:
@@ -38,9 +36,6 @@ def check_fresh(out: Path) -> None:
         )
     if finished:
         warnings.warn(f"{out}: replacing the results and best checkpoint of an earlier run", stacklevel=3)
-    if list_checkpoints(out) or finished:
-        shutil.rmtree(checkpoint_dir(out), ignore_errors=True)
-        (out / METRICS_FILE).unlink(missing_ok=True)
 
 
 def resume_checkpoint(cfg: FinetuneConfig) -> tuple[Path, dict[str, Any]]:
@@ -50,6 +45,8 @@ def resume_checkpoint(cfg: FinetuneConfig) -> tuple[Path, dict[str, Any]]:
     if ckpt is None:
         found = len(list_checkpoints(out))
         why = f"all {found} checkpoint(s) are incomplete or corrupt" if found else "none was saved"
+        if not found and (out / RESULTS_FILE).exists():
+            why = f"the run finished: {out / RESULTS_FILE}"
         raise FileNotFoundError(f"{out}: --resume given but it holds no usable fine-tuning checkpoint ({why}); run "
                                 "the same command without --resume to start it again")  # fmt: skip
     meta = read_json(ckpt / META_FILE)

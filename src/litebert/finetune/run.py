@@ -148,12 +148,12 @@ def finetune(cfg: FinetuneConfig, *, resume: bool = False) -> FinetuneResult:
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():  # found now, not at the first save after training
         raise NotADirectoryError(f"{cfg.out}: --out is a file; it names the directory to write the run into")
-    check_precision(cfg.precision, device)
     ckpt, meta = resume_checkpoint(cfg) if resume else (None, None)
     if meta is not None:  # the run's own settings (resume_checkpoint checked them against cfg)
         cfg = FinetuneConfig(**{**meta["config"], "device": cfg.device})
     else:
         check_fresh(out)
+    check_precision(cfg.precision, device)
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
         return _finetune(cfg, device, ckpt, meta)
 
@@ -263,8 +263,9 @@ class _Run:
             self.result.best_value, self.result.best_step = saved["best"]["value"], saved["best"]["step"]
             self.start -= saved["seconds"]
         elif env.is_main:  # an earlier, finished run's records would describe this one
-            for old in (checkpoint_dir(out), out / METRICS_FILE, out / RESULTS_FILE):
-                shutil.rmtree(old) if old.is_dir() else old.unlink(missing_ok=True)
+            shutil.rmtree(checkpoint_dir(out), ignore_errors=True)
+            for old in (out / METRICS_FILE, out / RESULTS_FILE):
+                old.unlink(missing_ok=True)
         if env.is_main:
             out.mkdir(parents=True, exist_ok=True)
         logger = MetricsLogger(out, enabled=env.is_main, tensorboard=False)

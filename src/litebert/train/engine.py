@@ -19,7 +19,7 @@ from typing import Any
 from litebert.train.interrupt import Signals, StepVote, TrainingInterrupted
 from litebert.train.metrics import MetricsLogger, peak_flops
 from litebert.train.prefetch import Prefetcher
-from litebert.train.step import Objective, Pending, Trainer, non_finite, optimizer_step, read
+from litebert.train.step import Pending, Trainer, non_finite, optimizer_step, read
 
 
 class NonFiniteLossError(ValueError):
@@ -63,7 +63,7 @@ def fit(
 ) -> Fitted:
     """Train from `step` to `tr.cfg.max_steps`. `carried`: the unlogged per-step records a resumed run starts
     with. Raises NonFiniteLossError, or TrainingInterrupted after a checkpoint when SIGTERM or SIGINT came."""
-    window = Window(tr.objective, tr, carried)
+    window = Window(tr, carried)
     done, pending = Fitted(step=step), []
     with Signals(what) as signals:
         vote = StepVote(tr.env, signals)
@@ -86,6 +86,7 @@ def _host_point(
     stop: int, progress: Any,
 ) -> None:  # fmt: skip
     step = done.step
+    stop = stop if step < tr.cfg.max_steps else 0  # the last step done: the run finishes (its model, its results)
     log = step % tr.cfg.log_every == 0 or step == tr.cfg.max_steps
     evaluate, save = hooks.evaluate is not None and hooks.eval_due(step), hooks.save_due(step)
     if not (log or evaluate or save or stop):
@@ -128,11 +129,10 @@ class Window:
     device's peak). A resumed run starts from the checkpoint's unlogged steps, so its records average the same steps
     as an uninterrupted run's; their time was spent by an earlier process and is left out of the throughput."""
 
-    def __init__(self, objective: Objective, tr: Trainer, rows: list[dict[str, float]] | None = None) -> None:
-        self.objective = objective
-        self.start, self.rows = time.perf_counter(), list(rows or [])
+    def __init__(self, tr: Trainer, rows: list[dict[str, float]] | None = None) -> None:
+        self.objective, self.rows = tr.objective, list(rows or [])
         self.carried = len(self.rows)
-        probe = objective.flops([]) is not None  # measured before the clock starts, when no datasheet knows it
+        probe = self.objective.flops([]) is not None  # measured before the clock starts, if no datasheet knows it
         self.peak = peak_flops(tr.env.device, tr.cfg.precision)[0] if probe else None
         self.start = time.perf_counter()
 

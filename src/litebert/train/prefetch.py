@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
@@ -68,15 +69,16 @@ class Prefetcher:
         self._state = state
         return to_device(batch, self.device), stats
 
-    def close(self) -> None:
-        """Stop the producer (it may be blocked on a full queue or inside the source) and drop what it built."""
+    def close(self, wait: float = 10.0) -> None:
+        """Stop the producer (it may be blocked on a full queue or inside the source) and drop what it built. A
+        source stuck for longer than `wait` seconds is left to end with the process (a daemon thread)."""
         self._halt.set()
-        if self._thread is not None:
-            while self._thread.is_alive():
-                try:
-                    self._queue.get(timeout=0.05)  # unblock a put
-                except queue.Empty:
-                    self._thread.join(timeout=0.05)
+        deadline = time.monotonic() + wait
+        while self._thread is not None and self._thread.is_alive() and time.monotonic() < deadline:
+            try:
+                self._queue.get(timeout=0.05)  # unblock a put
+            except queue.Empty:
+                self._thread.join(timeout=0.05)
 
     def _start(self) -> None:
         self._queue = queue.Queue(maxsize=self.depth)
