@@ -183,6 +183,8 @@ def test_optimizer_slots_and_global_step_are_skipped():
     assert coverage.skipped["global_step"] == "training step counter"
     assert sum(n.endswith(("/adam_m", "/adam_v")) for n in coverage.skipped) == 60
     assert "cls/seq_relationship/output_weights -> sop_head.weight" in str(coverage)
+    assert tc.skip_reason("bert/pooler/dense/kernel/AdamWeightDecayOptimizer_1") == "optimizer slot (second moment)"
+    assert tc.skip_reason("bert/pooler/dense/kernel") is None
 
 
 # -- checkpoint variables that do not fit -----------------------------------------------------------------------

@@ -12,9 +12,10 @@ by hand; `.meta` (the graph) is not needed.
 
 Official names -> litebert (`tf_name_map`): TF dense kernels are (in, out) and become torch's (out, in); the
 separate query, key and value projections become litebert's fused qkv (rows in that order); the SOP head's
-`output_weights` is already (2, H). Optimizer slots (`*/adam_m`, `*/adam_v` of LAMB and AdamW) and `global_step`
-are skipped; any other variable litebert does not know, any variable it needs that is absent, and any shape
-that disagrees with albert_config.json is an error naming the variable.
+`output_weights` is already (2, H). Optimizer slots (`*/adam_m`, `*/adam_v` of LAMB and AdamW; also
+`*/AdamWeightDecayOptimizer{,_1}`) and `global_step` are skipped; any other variable litebert does not know, any
+variable it needs that is absent, and any shape that disagrees with albert_config.json is an error naming the
+variable.
 
 Layers and groups: the official modeling.transformer_model puts layer i in group int(i / L * G); litebert's
 `layer_schedule` uses transformers' int(i / (L / G)). Float rounding makes the two differ for a few (L, G), for
@@ -500,7 +501,13 @@ _BLOCK = {
 _GROUP_VARIABLE = re.compile(r"bert/encoder/transformer/group_(\d+)/inner_group_(\d+)/")
 
 # Variables that are not the model's: skipped, each with the reason the coverage report gives.
-_SKIPPED_SUFFIXES = {"/adam_m": "optimizer slot (first moment)", "/adam_v": "optimizer slot (second moment)"}
+# The official LAMB and AdamW name their slots adam_m and adam_v; an AdamWeightDecayOptimizer built on
+# tf.train.Optimizer's slots (as in checkpoints fine-tuned with other code) names them after itself.
+_SKIPPED_SUFFIXES = {
+    "/adam_m": "optimizer slot (first moment)", "/adam_v": "optimizer slot (second moment)",
+    "/AdamWeightDecayOptimizer": "optimizer slot (first moment)",
+    "/AdamWeightDecayOptimizer_1": "optimizer slot (second moment)",
+}  # fmt: skip
 _SKIPPED_NAMES = {"global_step": "training step counter", "_CHECKPOINTABLE_OBJECT_GRAPH": "TF2 object graph"}
 
 
