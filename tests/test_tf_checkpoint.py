@@ -185,6 +185,7 @@ def test_optimizer_slots_and_global_step_are_skipped():
     assert "cls/seq_relationship/output_weights -> sop_head.weight" in str(coverage)
     assert tc.skip_reason("bert/pooler/dense/kernel/AdamWeightDecayOptimizer_1") == "optimizer slot (second moment)"
     assert tc.skip_reason("bert/pooler/dense/kernel") is None
+    assert tc.tf_coverage(FIXTURES / "shared") == coverage  # from the index alone
 
 
 # -- checkpoint variables that do not fit -----------------------------------------------------------------------

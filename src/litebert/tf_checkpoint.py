@@ -636,6 +636,14 @@ def load_tf_with_coverage(
     return model.eval(), coverage
 
 
+def tf_coverage(path: str | Path, *, config_file: str | Path | None = None) -> Coverage:
+    """The coverage report of a checkpoint (what `convert_tf` would map and skip), from its index and config alone:
+    no tensor is read."""
+    ckpt = TFCheckpoint(find_checkpoint(path))
+    config_path = Path(config_file) if config_file is not None else _config_file(ckpt.prefix.parent)
+    return check_variables(ckpt, AlbertForPretraining(read_albert_config(config_path)), str(config_path))
+
+
 def load_tf(path: str | Path, *, config_file: str | Path | None = None) -> AlbertForPretraining:
     """`load_tf_with_coverage` without the report."""
     return load_tf_with_coverage(path, config_file=config_file)[0]
