@@ -144,6 +144,15 @@ _HEAD_OF_TASK = {
 }  # fmt: skip
 
 
+# Files whose presence means a directory holds a model: litebert's, a fine-tuned one's, or transformers'.
+MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorch_model.bin", HEAD_FILE, META_FILE)
+
+
+def model_files(directory: str | Path) -> list[str]:
+    """The MODEL_FILES in `directory`: a model there, which a tokenizer or a conversion must not be written over."""
+    return [name for name in MODEL_FILES if (Path(directory) / name).is_file()]
+
+
 def export_finetuned(src: Path, dst_dir: str | Path) -> Path:
     """A fine-tuned directory (its finetune.json and head.safetensors beside the model) as the transformers task
     model of its head, or as AlbertForPreTraining without the head where transformers has no class for it."""

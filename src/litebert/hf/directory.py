@@ -15,31 +15,24 @@ from litebert.hf.convert import (
     check_distinct,
     export_finetuned,
     load_hf,
+    model_files,
     save_hf,
 )
 from litebert.hf.names import config_from_hf
+from litebert.hf.tf_checkpoint import CONFIG_NAME as TF_CONFIG_FILE
+from litebert.hf.tf_checkpoint import is_tf_checkpoint_dir, load_tf, read_albert_config
 from litebert.hf.tokenizer import copy_tokenizer_with_hf_files
 from litebert.io import read_json
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.weights import (
     CONFIG_FILE,
-    HEAD_FILE,
     META_FILE,
-    WEIGHTS_FILE,
     config_from_json,
     load_model,
     read_config_json,
     save_model,
 )
-
-# Files whose presence means a directory holds a model: litebert's, a fine-tuned one's, or transformers'.
-MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorch_model.bin", HEAD_FILE, META_FILE)
-
-
-def model_files(directory: str | Path) -> list[str]:
-    """The MODEL_FILES in `directory`: a model there, which a tokenizer or a conversion must not be written over."""
-    return [name for name in MODEL_FILES if (Path(directory) / name).is_file()]
 
 
 def is_transformers_config(data: dict) -> bool:
@@ -51,8 +44,10 @@ def _config(data: dict, where: Path) -> ModelConfig:
 
 
 def load_config(directory: str | Path) -> ModelConfig:
-    """The ModelConfig of a litebert or transformers ALBERT directory."""
+    """The ModelConfig of a litebert, transformers ALBERT or official TF checkpoint directory."""
     directory = Path(directory)
+    if not (directory / CONFIG_FILE).is_file() and is_tf_checkpoint_dir(directory):
+        return read_albert_config(directory / TF_CONFIG_FILE)
     return _config(read_config_json(directory), directory / CONFIG_FILE)
 
 
@@ -69,9 +64,12 @@ def read_model_config(path: str | Path) -> ModelConfig:
 
 
 def load(directory: str | Path) -> AlbertForPretraining:
-    """Load an AlbertForPretraining from a litebert directory or a transformers ALBERT directory, in eval
-    mode (as transformers' from_pretrained; call .train() to train it)."""
+    """Load an AlbertForPretraining from a litebert directory, a transformers ALBERT directory or an official TF
+    checkpoint directory (albert_config.json beside model.ckpt-*), in eval mode (as transformers' from_pretrained;
+    call .train() to train it)."""
     directory = Path(directory)
+    if not (directory / CONFIG_FILE).is_file() and is_tf_checkpoint_dir(directory):
+        return load_tf(directory)
     if is_transformers_config(read_config_json(directory)):
         return load_hf(directory).eval()
     return load_model(directory)

@@ -15,10 +15,10 @@ import pytest
 import torch
 
 import litebert
-from litebert import tf_checkpoint as tc
+from litebert.hf import tf_bundle, tf_checkpoint
 from litebert.tokenizer import SETTINGS_FILE, Tokenizer
 
-FIXTURES = Path(__file__).parent / "fixtures" / "tf"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "tf"
 DATA = ".data-00000-of-00001"
 
 
@@ -47,7 +47,7 @@ def _block(entries: list[tuple[bytes, bytes]]) -> bytes:
 
 
 def _with_trailer(block: bytes) -> bytes:
-    return block + b"\x00" + tc.masked_crc32c(block + b"\x00").to_bytes(4, "little")
+    return block + b"\x00" + tf_bundle.masked_crc32c(block + b"\x00").to_bytes(4, "little")
 
 
 _DTYPES = {np.dtype("float32"): 1, np.dtype("int64"): 9, np.dtype("int32"): 3}
@@ -59,7 +59,9 @@ def write_bundle(prefix: Path, tensors: dict[str, np.ndarray]) -> None:
         raw = np.ascontiguousarray(tensors[name]).tobytes()
         shape = b"".join(_field(2, _field(1, d)) for d in tensors[name].shape)
         entry = _field(1, _DTYPES[tensors[name].dtype]) + _field(2, shape) + _field(4, len(data))
-        entries.append((name.encode(), entry + _field(5, len(raw)) + _field(6, tc.masked_crc32c(raw), fixed32=True)))
+        entries.append(
+            (name.encode(), entry + _field(5, len(raw)) + _field(6, tf_bundle.masked_crc32c(raw), fixed32=True))
+        )
         data += raw
     Path(f"{prefix}{DATA}").write_bytes(data)
     table = _with_trailer(_block(entries))
@@ -77,7 +79,7 @@ def _copy(name: str, tmp_path: Path) -> Path:
 def _rewritten(tmp_path: Path, change) -> Path:
     """The grouped fixture with its variables passed through `change` (a dict -> dict function)."""
     d = _copy("grouped", tmp_path)
-    tensors = tc.read_tf_checkpoint(d)
+    tensors = tf_bundle.read_tf_checkpoint(d)
     for suffix in (".index", DATA):
         Path(f"{d}/model.ckpt-best{suffix}").unlink()
     write_bundle(d / "model.ckpt-best", change(tensors))
@@ -86,16 +88,16 @@ def _rewritten(tmp_path: Path, change) -> Path:
 
 # -- the format -----------------------------------------------------------------------------------------------
 def test_crc32c_known_value_and_long_inputs():
-    assert tc.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    assert tf_bundle.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     data = np.random.default_rng(0).integers(0, 256, 70_001, dtype=np.uint8).tobytes()
-    table, crc = tc._crc_table().tolist(), 0xFFFFFFFF
+    table, crc = tf_bundle._crc_table().tolist(), 0xFFFFFFFF
     for b in data:  # byte by byte, against the chunked numpy path
         crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    assert tc.crc32c(data) == crc ^ 0xFFFFFFFF
+    assert tf_bundle.crc32c(data) == crc ^ 0xFFFFFFFF
 
 
 def test_dtypes_read_as_tensorflow_wrote_them():
-    ckpt = tc.TFCheckpoint(FIXTURES / "dtypes" / "model.ckpt-7")
+    ckpt = tf_bundle.TFCheckpoint(FIXTURES / "dtypes" / "model.ckpt-7")
     expected = np.load(FIXTURES / "dtypes_values.npz")
     assert {e.dtype_name for e in ckpt.entries.values()} >= {"float16", "bfloat16", "float64", "int32", "int64"}
     for key in expected.files:
@@ -108,7 +110,7 @@ def test_dtypes_read_as_tensorflow_wrote_them():
 
 def test_writer_round_trip(tmp_path):
     d = _rewritten(tmp_path, lambda t: t)
-    written, original = tc.read_tf_checkpoint(d), tc.read_tf_checkpoint(FIXTURES / "grouped")
+    written, original = tf_bundle.read_tf_checkpoint(d), tf_bundle.read_tf_checkpoint(FIXTURES / "grouped")
     assert list(written) == list(original)
     for name, value in original.items():
         np.testing.assert_array_equal(written[name], value)
@@ -116,23 +118,23 @@ def test_writer_round_trip(tmp_path):
 
 def test_truncated_data_file_names_file_and_variable(tmp_path):
     d = _copy("grouped", tmp_path)
-    ckpt = tc.TFCheckpoint(d / "model.ckpt-best")
+    ckpt = tf_bundle.TFCheckpoint(d / "model.ckpt-best")
     last = max(ckpt.entries.values(), key=lambda e: e.offset)
     data = Path(f"{d}/model.ckpt-best{DATA}")
     data.write_bytes(data.read_bytes()[:-10])
     with pytest.raises(ValueError, match=rf"model\.ckpt-best\.data-00000-of-00001: truncated: variable {last.name} "):
-        tc.TFCheckpoint(d / "model.ckpt-best")
+        tf_bundle.TFCheckpoint(d / "model.ckpt-best")
 
 
 def test_corrupt_bytes_fail_the_crc(tmp_path):
     d = _copy("grouped", tmp_path)
-    entry = tc.TFCheckpoint(d / "model.ckpt-best").entries["bert/pooler/dense/kernel"]
+    entry = tf_bundle.TFCheckpoint(d / "model.ckpt-best").entries["bert/pooler/dense/kernel"]
     data = Path(f"{d}/model.ckpt-best{DATA}")
     raw = bytearray(data.read_bytes())
     raw[entry.offset + 5] ^= 0x01
     data.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match=r"data-00000-of-00001: variable bert/pooler/dense/kernel fails its CRC32C"):
-        tc.load_tf(d)
+        tf_checkpoint.load_tf(d)
 
 
 def test_corrupt_index_is_named(tmp_path):
@@ -142,17 +144,17 @@ def test_corrupt_index_is_named(tmp_path):
     raw[20] ^= 0xFF
     index.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match=r"model\.ckpt-best\.index: corrupt checkpoint index \(.*CRC32C"):
-        tc.TFCheckpoint(d / "model.ckpt-best")
+        tf_bundle.TFCheckpoint(d / "model.ckpt-best")
     index.write_bytes(b"not a table")
     with pytest.raises(ValueError, match=r"model\.ckpt-best\.index: corrupt checkpoint index \(no table footer"):
-        tc.TFCheckpoint(d / "model.ckpt-best")
+        tf_bundle.TFCheckpoint(d / "model.ckpt-best")
 
 
 # -- parity with the official graph -----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["grouped", "shared"])
 def test_outputs_match_the_official_graph(name):
     ref = np.load(FIXTURES / f"{name}_reference.npz")
-    model, coverage = tc.load_tf_with_coverage(FIXTURES / name)
+    model, coverage = tf_checkpoint.load_tf_with_coverage(FIXTURES / name)
     assert not model.training
     inputs = {k: torch.from_numpy(ref[k]).long() for k in ("input_ids", "attention_mask", "token_type_ids")}
     with torch.no_grad():
@@ -165,7 +167,7 @@ def test_outputs_match_the_official_graph(name):
 
 
 def test_grouped_config_and_coverage():
-    model, coverage = tc.load_tf_with_coverage(FIXTURES / "grouped" / "model.ckpt-best.index")
+    model, coverage = tf_checkpoint.load_tf_with_coverage(FIXTURES / "grouped" / "model.ckpt-best.index")
     c = model.config
     assert (c.num_layers, c.num_hidden_groups, c.inner_group_num, c.sharing) == (4, 2, 2, "all")
     assert (c.hidden_act, c.layer_norm_eps, c.has_projection) == ("gelu_new", 1e-12, True)
@@ -175,37 +177,40 @@ def test_grouped_config_and_coverage():
 
 
 def test_optimizer_slots_and_global_step_are_skipped():
-    ckpt = tc.TFCheckpoint(FIXTURES / "shared" / "model.ckpt-best")
+    ckpt = tf_bundle.TFCheckpoint(FIXTURES / "shared" / "model.ckpt-best")
     assert ckpt.read("global_step") == 1234
-    model, coverage = tc.load_tf_with_coverage(FIXTURES / "shared")
+    model, coverage = tf_checkpoint.load_tf_with_coverage(FIXTURES / "shared")
     assert set(coverage.mapped) | set(coverage.skipped) == set(ckpt.names)
     assert len(coverage.mapped) == 30 and not model.config.has_projection  # E == H: no embedding_hidden_mapping_in
     assert coverage.skipped["global_step"] == "training step counter"
     assert sum(n.endswith(("/adam_m", "/adam_v")) for n in coverage.skipped) == 60
     assert "cls/seq_relationship/output_weights -> sop_head.weight" in str(coverage)
-    assert tc.skip_reason("bert/pooler/dense/kernel/AdamWeightDecayOptimizer_1") == "optimizer slot (second moment)"
-    assert tc.skip_reason("bert/pooler/dense/kernel") is None
-    assert tc.tf_coverage(FIXTURES / "shared") == coverage  # from the index alone
+    assert (
+        tf_checkpoint.skip_reason("bert/pooler/dense/kernel/AdamWeightDecayOptimizer_1")
+        == "optimizer slot (second moment)"
+    )
+    assert tf_checkpoint.skip_reason("bert/pooler/dense/kernel") is None
+    assert tf_checkpoint.tf_coverage(FIXTURES / "shared") == coverage  # from the index alone
 
 
 # -- checkpoint variables that do not fit -----------------------------------------------------------------------
 def test_missing_variable_is_named(tmp_path):
     d = _rewritten(tmp_path, lambda t: {k: v for k, v in t.items() if k != "cls/predictions/output_bias"})
     with pytest.raises(ValueError, match=r"ckpt-best\.index: .*missing variable\(s\) cls/predictions/output_bias"):
-        tc.load_tf(d)
+        tf_checkpoint.load_tf(d)
 
 
 def test_unknown_variable_is_named(tmp_path):
     d = _rewritten(tmp_path, lambda t: {**t, "bert/encoder/extra/kernel": np.zeros((2, 2), np.float32)})
     with pytest.raises(ValueError, match=r"model\.ckpt-best\.index: .*unknown variable\(s\) bert/encoder/extra/kernel"):
-        tc.load_tf(d)
+        tf_checkpoint.load_tf(d)
 
 
 def test_wrong_shape_is_named_with_both_shapes(tmp_path):
     d = _rewritten(tmp_path, lambda t: {**t, "bert/pooler/dense/kernel": np.zeros((32, 31), np.float32)})
     with pytest.raises(ValueError, match=r"variable bert/pooler/dense/kernel has shape \(32, 31\) in the checkpoint "
                                          r"but \(32, 32\) by .*albert_config\.json"):  # fmt: skip
-        tc.load_tf(d)
+        tf_checkpoint.load_tf(d)
 
 
 def test_config_that_disagrees_with_the_tensors(tmp_path):
@@ -214,20 +219,20 @@ def test_config_that_disagrees_with_the_tensors(tmp_path):
     (d / "albert_config.json").write_text(json.dumps({**config, "embedding_size": 24}))
     with pytest.raises(ValueError, match=r"variable bert/embeddings/word_embeddings has shape \(200, 16\) in the "
                                          r"checkpoint but \(200, 24\) by .*albert_config\.json"):  # fmt: skip
-        tc.load_tf(d)
+        tf_checkpoint.load_tf(d)
     (d / "albert_config.json").write_text(json.dumps({**config, "num_hidden_groups": 1}))
     with pytest.raises(ValueError, match=r"unknown variable\(s\) bert/encoder/transformer/group_1/.* \(groups "
                                          r"bert/encoder/transformer/group_1/inner_group_0/.* beyond"):  # fmt: skip
-        tc.load_tf(d)
+        tf_checkpoint.load_tf(d)
 
 
 # -- albert_config.json -----------------------------------------------------------------------------------------
 def test_config_fields_and_defaults():
-    config = tc.config_from_albert_json({"vocab_size": 30000})  # the official defaults: xxlarge
+    config = tf_checkpoint.config_from_albert_json({"vocab_size": 30000})  # the official defaults: xxlarge
     assert (config.hidden_size, config.num_heads, config.intermediate_size) == (4096, 64, 16384)
     assert config.hidden_dropout == config.attention_dropout == 0.0
     fields = dict(hidden_size=32, num_attention_heads=2, num_hidden_layers=4, num_hidden_groups=4, hidden_act="relu")
-    config = tc.config_from_albert_json({"vocab_size": 99, **fields})
+    config = tf_checkpoint.config_from_albert_json({"vocab_size": 99, **fields})
     assert (config.sharing, config.num_hidden_groups, config.hidden_act) == ("none", 1, "relu")  # a group per layer
 
 
@@ -245,13 +250,13 @@ def test_config_fields_and_defaults():
 )  # fmt: skip
 def test_config_refusals(fields, message):
     with pytest.raises(ValueError, match=message):
-        tc.config_from_albert_json(fields, source="cfg.json")
+        tf_checkpoint.config_from_albert_json(fields, source="cfg.json")
 
 
 def test_group_formula_agrees_for_released_shapes():
     for layers in (12, 24):
         for groups in range(1, layers + 1):
-            tc.check_group_formula(layers, groups)
+            tf_checkpoint.check_group_formula(layers, groups)
 
 
 # -- which checkpoint -------------------------------------------------------------------------------------------
@@ -264,43 +269,43 @@ def _checkpoints(tmp_path: Path, *names: str) -> Path:
 
 def test_find_checkpoint_by_prefix_file_or_directory(tmp_path):
     prefix = FIXTURES / "grouped" / "model.ckpt-best"
-    assert tc.find_checkpoint(FIXTURES / "grouped") == prefix
+    assert tf_bundle.find_checkpoint(FIXTURES / "grouped") == prefix
     for path in (prefix, Path(f"{prefix}.index"), Path(f"{prefix}{DATA}"), Path(f"{prefix}.meta")):
-        assert tc.find_checkpoint(path) == prefix
+        assert tf_bundle.find_checkpoint(path) == prefix
     with pytest.raises(FileNotFoundError, match=r"model\.ckpt-9: no such directory or checkpoint"):
-        tc.find_checkpoint(tmp_path / "model.ckpt-9")
+        tf_bundle.find_checkpoint(tmp_path / "model.ckpt-9")
     with pytest.raises(FileNotFoundError, match="no TensorFlow checkpoint"):
-        tc.find_checkpoint(tmp_path)
+        tf_bundle.find_checkpoint(tmp_path)
 
 
 def test_several_checkpoints_without_steps_are_refused_and_listed(tmp_path):
     d = _checkpoints(tmp_path, "model.ckpt-best", "model.ckpt-last")
     with pytest.raises(ValueError, match=r"2 checkpoints \(model\.ckpt-best, model\.ckpt-last\) and no 'checkpoint'"):
-        tc.find_checkpoint(d)
+        tf_bundle.find_checkpoint(d)
 
 
 def test_highest_step_wins(tmp_path):
     d = _checkpoints(tmp_path, "model.ckpt-300", "model.ckpt-2000", "model.ckpt-1000")
-    assert tc.find_checkpoint(d) == d / "model.ckpt-2000"  # by number, not by name
+    assert tf_bundle.find_checkpoint(d) == d / "model.ckpt-2000"  # by number, not by name
 
 
 def test_checkpoint_file_names_the_choice(tmp_path):
     d = _checkpoints(tmp_path, "model.ckpt-100", "model.ckpt-200")
     state = d / "checkpoint"
     state.write_text('model_checkpoint_path: "model.ckpt-100"\nall_model_checkpoint_paths: "model.ckpt-200"\n')
-    assert tc.find_checkpoint(d) == d / "model.ckpt-100"
+    assert tf_bundle.find_checkpoint(d) == d / "model.ckpt-100"
     # an absolute path of the machine that trained it: found by name in the directory it moved to
     state.write_text('model_checkpoint_path: "/gcs/run7/model.ckpt-100"\n')
-    assert tc.find_checkpoint(d) == d / "model.ckpt-100"
+    assert tf_bundle.find_checkpoint(d) == d / "model.ckpt-100"
     state.write_text('model_checkpoint_path: "model.ckpt-300"\n')
     with pytest.raises(FileNotFoundError, match=r"checkpoint: names checkpoint 'model\.ckpt-300', which is not in"):
-        tc.find_checkpoint(d)
+        tf_bundle.find_checkpoint(d)
 
 
 # -- conversion to a litebert directory -------------------------------------------------------------------------
 def test_convert_writes_model_and_official_tokenizer(tmp_path):
-    out = tc.convert_tf(FIXTURES / "grouped", tmp_path / "out")
-    model, original = litebert.load(out), tc.load_tf(FIXTURES / "grouped")
+    out = tf_checkpoint.convert_tf(FIXTURES / "grouped", tmp_path / "out")
+    model, original = litebert.load(out), tf_checkpoint.load_tf(FIXTURES / "grouped")
     for name, tensor in original.state_dict().items():
         assert torch.equal(model.state_dict()[name], tensor), name
     tok = Tokenizer.load(out)
@@ -310,19 +315,22 @@ def test_convert_writes_model_and_official_tokenizer(tmp_path):
     assert not (settings["drop_invisible"] or settings["keep_jamo"] or settings["nfc"])
     assert (out / "spiece.model").read_bytes() == (FIXTURES / "grouped" / "30k-clean.model").read_bytes()
     assert tok.normalize("  Héllo\u200bWORLD ``x''") == 'hello\u200bworld "x"'  # preprocess_text, nothing more
-    with pytest.raises(ValueError, match="not empty"):
-        tc.convert_tf(FIXTURES / "grouped", out)
+    assert (out / "tokenizer.json").is_file()  # transformers' tokenizer files too
+    with pytest.raises(ValueError, match="already holds a model"):
+        tf_checkpoint.convert_tf(FIXTURES / "grouped", out)
 
 
 def test_convert_without_tokenizer_warns(tmp_path):
     with pytest.warns(UserWarning, match=r"no SentencePiece model"):
-        out = tc.convert_tf(FIXTURES / "shared", tmp_path / "out")
+        out = tf_checkpoint.convert_tf(FIXTURES / "shared", tmp_path / "out")
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors"]
 
 
 def test_convert_refuses_a_tokenizer_of_another_size(tmp_path):
     with pytest.raises(ValueError, match=r"30k-clean\.model: 200 pieces, but the checkpoint's vocab_size is 128"):
-        tc.convert_tf(FIXTURES / "shared", tmp_path / "out", spm_model=FIXTURES / "grouped" / "30k-clean.model")
+        tf_checkpoint.convert_tf(
+            FIXTURES / "shared", tmp_path / "out", spm_model=FIXTURES / "grouped" / "30k-clean.model"
+        )
     assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
@@ -333,6 +341,28 @@ def test_tokenizer_without_special_pieces_is_refused(tmp_path):
     options = dict(vocab_size=150, hard_vocab_limit=False, control_symbols=["[CLS]", "[SEP]"], minloglevel=2)
     spm.SentencePieceTrainer.train(sentence_iterator=iter(text), model_prefix=str(tmp_path / "plain"), **options)
     with pytest.raises(ValueError, match=r"plain\.model: no <pad>, \[MASK\] piece\(s\)"):
-        tc.official_tokenizer(tmp_path / "plain.model")
+        tf_checkpoint.official_tokenizer(tmp_path / "plain.model")
     with pytest.raises(ValueError, match=r"README\.md: not a SentencePiece model"):
-        tc.official_tokenizer(FIXTURES / "README.md")
+        tf_checkpoint.official_tokenizer(FIXTURES / "README.md")
+
+
+def test_litebert_load_reads_an_official_checkpoint_directory():
+    direct = tf_checkpoint.load_tf(FIXTURES / "grouped")
+    loaded = litebert.load(FIXTURES / "grouped")  # no config.json: albert_config.json beside model.ckpt-*
+    assert loaded.config == direct.config == litebert.hf.load_config(FIXTURES / "grouped")
+    for (name, a), (_, b) in zip(loaded.state_dict().items(), direct.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_cli_convert_from_tf_prints_the_coverage_and_writes_a_loadable_model(tmp_path, capsys):
+    from litebert.cli import main
+
+    assert main(["convert", "from-tf", str(FIXTURES / "shared"), str(tmp_path / "out"),
+                 "--spm-model", str(FIXTURES / "grouped" / "30k-clean.model")]) == 2  # fmt: skip
+    assert "200 pieces, but the checkpoint's vocab_size is 128" in capsys.readouterr().err
+    assert main(["convert", "from-tf", str(FIXTURES / "grouped"), str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "cls/seq_relationship/output_weights -> sop_head.weight" in out and f"wrote {tmp_path / 'out'}" in out
+    assert litebert.load(tmp_path / "out").config == tf_checkpoint.load_tf(FIXTURES / "grouped").config
+    assert main(["convert", "to-hf", str(tmp_path / "out"), str(tmp_path / "hf"), "--cased"]) == 2
+    assert "--cased: for from-tf only" in capsys.readouterr().err
