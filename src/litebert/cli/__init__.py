@@ -1,7 +1,8 @@
 """The `litebert` command line: one argparse subcommand per pipeline step, each calling one library function.
 
 Each submodule owns the subcommands of one concern and exposes `register(subparsers)`; the handlers only
-turn arguments into configs and call the library, so everything a command does is testable without it.
+turn arguments into configs and call the library, so everything a command does is testable without it. The flags
+of a config's fields (their type, help and default) are generated from its dataclass by `flags.py`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import os
 import re
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from litebert.io import READ_ERRORS, check_input_file, format_suffix, make_dir, open_bytes
@@ -37,21 +37,39 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 class ReadConfig:
     """How raw files become documents and sentences."""
 
-    documents: str = "blank_line"  # "blank_line": blank lines separate documents; "file": one per file
-    split: bool = True  # False: the input already has one sentence per line (the official format)
-    join_lines: bool = False  # True: the lines of a block are hard-wrapped text, joined before splitting
-    blank_lines_wrap: bool = False  # True (with documents="file"): blank lines are wraps too, joined like lines
-    # (files that leave a blank line after every wrapped line, as the Korean bills in ../shared/data)
-    # True (with join_lines or blank_lines_wrap): a wrapped line that does not end in whitespace was broken
-    # inside a word and is joined to the next without a space (text extracted from PDFs, as the Korean bills,
-    # whose wraps keep a trailing space where they fall between words)
-    wraps_split_words: bool = False
-    text_field: str = "text"  # the field holding the text in .jsonl records
-    language: str | None = None  # sentencex language; None: "ko" for paragraphs with Hangul, else "en"
-    chunk_bytes: int = 1 << 20  # longest read at once; longer lines are read and split in pieces
-    # A document is held whole in memory (pairs are drawn within it), so one longer than this is cut at the next
-    # sentence or line end, and the cut is reported: a file with no blank lines at all stays flat in memory.
-    max_document_chars: int = 4_000_000
+    documents: str = field(default="blank_line", metadata={
+        "help": "one document per file ('file'; default 'blank_line': blank lines separate documents)",
+        "flag": "--doc-per-file", "const": "file",
+    })  # fmt: skip
+    split: bool = field(default=True, metadata={
+        "help": "split paragraphs into sentences; --no-split: the input already has one sentence per line (the "
+                "official format)",
+    })  # fmt: skip
+    join_lines: bool = field(default=False, metadata={
+        "help": "the lines of a block are hard-wrapped text: join them before splitting",
+    })  # fmt: skip
+    blank_lines_wrap: bool = field(default=False, metadata={
+        "help": "with --doc-per-file: blank lines are wraps too, joined like lines (files that leave a blank line "
+                "after every wrapped line, as the Korean bills)",
+    })  # fmt: skip
+    wraps_split_words: bool = field(default=False, metadata={
+        "help": "with --join-lines or --blank-lines-wrap: a wrapped line not ending in whitespace breaks inside a "
+                "word and joins the next without a space (text extracted from PDFs, as the Korean bills, whose "
+                "wraps keep a trailing space where they fall between words)",
+    })  # fmt: skip
+    text_field: str = field(default="text", metadata={"help": "the field holding the text in .jsonl records"})
+    language: str | None = field(default=None, metadata={
+        "help": "sentence splitter language, such as en, ko, ja or pt-BR (default: ko for paragraphs with Hangul, "
+                "else en)",
+    })  # fmt: skip
+    chunk_bytes: int = field(default=1 << 20, metadata={
+        "help": "longest read at once, in bytes; longer lines are read and split in pieces",
+    })  # fmt: skip
+    # A document is held whole in memory (pairs are drawn within it), so a file with no blank lines at all stays
+    # flat in memory this way.
+    max_document_chars: int = field(default=4_000_000, metadata={
+        "help": "a longer document is cut at the next sentence or line end, and the cut reported",
+    })  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.documents not in ("blank_line", "file"):

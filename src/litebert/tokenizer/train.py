@@ -27,15 +27,28 @@ from litebert.tokenizer.tokenizer import DIGIT_COMMA, MODEL_FILE, SPECIAL_TOKENS
 class TokenizerTrainConfig:
     """SentencePiece training settings (PAPER.md §4)."""
 
-    vocab_size: int = 30000
-    do_lower_case: bool = True
-    strip_accents: bool = True
-    character_coverage: float = 0.99995
-    input_sentence_size: int = 10_000_000  # at most this many sentences, a seeded uniform sample, are trained on
-    max_sentence_length: int = 16384  # bytes; longer sentences are skipped by sentencepiece
-    seed: int = 12345
-    num_threads: int = 1
-    read: ReadConfig = field(default_factory=ReadConfig)
+    vocab_size: int = field(default=30000, metadata={"help": "pieces in the vocabulary, special ones included"})
+    do_lower_case: bool = field(default=True, metadata={
+        "help": "keep case (do_lower_case false; default: lower-case)", "flag": "--cased", "const": False,
+    })  # fmt: skip
+    strip_accents: bool = field(default=True, metadata={
+        "help": "do not strip accents (default: strip them)", "flag": "--keep-accents", "const": False,
+    })  # fmt: skip
+    character_coverage: float = field(default=0.99995, metadata={
+        "help": "share of the characters the vocabulary covers; the rarest others become <unk>",
+    })  # fmt: skip
+    input_sentence_size: int = field(default=10_000_000, metadata={
+        "help": "sentences trained on at most: a seeded uniform sample of them",
+    })  # fmt: skip
+    max_sentence_length: int = field(default=16384, metadata={
+        "help": "longest sentence trained on, in bytes (longer ones are left out and counted)",
+    })  # fmt: skip
+    seed: int = field(default=12345, metadata={"help": "seed of the sample and of sentencepiece"})
+    num_threads: int = field(default=1, metadata={
+        "help": "sentencepiece's training threads (the same corpus, seed and threads give the same model)",
+        "flag": "--threads",
+    })  # fmt: skip
+    read: ReadConfig = field(default_factory=ReadConfig, metadata={"help": "how the corpus is read"})
 
     def __post_init__(self) -> None:
         if self.vocab_size < len(SPECIAL_TOKENS) + 10:

@@ -55,16 +55,39 @@ DEFAULT_DATA = dict(max_seq_length=128, masking="dynamic", dupe_factor=10, eval_
 class PretrainJob:
     """Everything `litebert pretrain` needs; `--config FILE` is this object as JSON (unknown keys refused)."""
 
-    preset: str = DEFAULT_PRESET
-    model: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_MODEL))  # fields over the preset
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(**DEFAULT_TRAIN))
-    data: DataConfig = field(default_factory=lambda: DataConfig(**DEFAULT_DATA))
-    corpus: list[str] | None = None  # raw text files/dirs (default: the packaged corpus) when no data_dir
-    data_dir: str | None = None
-    tokenizer: str | None = None  # tokenizer dir; trained on the corpus when None and no data_dir
-    vocab_size: int = 8000  # of the tokenizer trained here
-    read: ReadConfig = field(default_factory=ReadConfig)  # how the corpus is read (documents, wrapped lines)
-    init_from: str | None = None
+    preset: str = field(default=DEFAULT_PRESET, metadata={"help": "model preset", "choices": tuple(PRESETS)})
+    model: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_MODEL), metadata={
+        "help": "ModelConfig fields over the preset (a --config file's)", "cli": False,
+    })  # fmt: skip
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(**DEFAULT_TRAIN), metadata={
+        "help": "how to train (the embedded default run's settings over TrainConfig's)",
+    })  # fmt: skip
+    data: DataConfig = field(default_factory=lambda: DataConfig(**DEFAULT_DATA), metadata={
+        "help": "how data is built from the corpus (a --config file's; `litebert data build` takes each as a flag)",
+        "cli": False,
+    })  # fmt: skip
+    corpus: list[str] | None = field(default=None, metadata={
+        "help": "raw text files or directories to train a tokenizer and build data from (default: the packaged "
+                "corpus, when no data is given)",
+        "nargs": "+", "metavar": "PATH",
+    })  # fmt: skip
+    data_dir: str | None = field(default=None, metadata={
+        "help": "data directory built by `litebert data build`", "flag": "--data", "metavar": "DIR",
+    })  # fmt: skip
+    tokenizer: str | None = field(default=None, metadata={
+        "help": "the tokenizer the data was built with (default: the data's copy of it, or one trained on the "
+                "corpus)",
+        "metavar": "DIR",
+    })  # fmt: skip
+    vocab_size: int = field(default=8000, metadata={
+        "help": "pieces of the tokenizer trained on the corpus", "metavar": "N",
+    })  # fmt: skip
+    read: ReadConfig = field(default_factory=ReadConfig, metadata={
+        "help": "how the corpus is read (documents, wrapped lines), as by `litebert text prepare`",
+    })  # fmt: skip
+    init_from: str | None = field(default=None, metadata={
+        "help": "start from a litebert or transformers ALBERT model directory (its own config)", "metavar": "DIR",
+    })  # fmt: skip
 
     def __post_init__(self) -> None:
         for name in ("data_dir", "tokenizer", "init_from"):  # paths may come as Path objects
