@@ -494,7 +494,7 @@ def test_resize_model_vocab_keeps_outputs(tokenizer_dir, tok, tmp_path):
 
 def test_why_the_directory_names_a_fast_tokenizer(tokenizer_dir, tok, corpus_lines, tmp_path):
     # transformers' AlbertTokenizer rebuilds NFKD + StripAccents with no recomposition from spiece.model alone:
-    # Korean syllables fall apart into jamo and become <unk> (PAPER.md §4). The files written here avoid that.
+    # Korean syllables fall apart into jamo and become <unk> (docs/paper.md §4). The files written here avoid that.
     transformers = pytest.importorskip("transformers")
     (tmp_path / "spiece.model").write_bytes((tokenizer_dir / "spiece.model").read_bytes())
     albert = transformers.AlbertTokenizer.from_pretrained(tmp_path)
