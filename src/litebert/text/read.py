@@ -1,6 +1,6 @@
 """Raw documents -> sentences: corpus reading (.txt, .jsonl, the official format, .gz, .bz2) and `prepare`.
 
-The pretraining data step (PAPER.md §3) wants documents as lists of sentences, one sentence per line and a blank
+The pretraining data step (docs/paper.md §3) wants documents as lists of sentences, one sentence per line and a blank
 line between documents (the official create_pretraining_data.py input). Users bring raw files instead, so this
 module reads files or directories as a stream (bounded reads: a 10 MB line is read in chunks, by
 lines.py), survives bad bytes (replaced, counted with file and byte offset in a `TextReport`) and
@@ -41,7 +41,7 @@ class ReadConfig:
     split: bool = True  # False: the input already has one sentence per line (the official format)
     join_lines: bool = False  # True: the lines of a block are hard-wrapped text, joined before splitting
     blank_lines_wrap: bool = False  # True (with documents="file"): blank lines are wraps too, joined like lines
-    # (files that leave a blank line after every wrapped line, as the Korean bills in ../shared/data)
+    # (files that leave a blank line after every wrapped line, as the Korean bills in tests/fixtures/corpora/ko)
     # True (with join_lines or blank_lines_wrap): a wrapped line that does not end in whitespace was broken
     # inside a word and is joined to the next without a space (text extracted from PDFs, as the Korean bills,
     # whose wraps keep a trailing space where they fall between words)
