@@ -1,4 +1,4 @@
-"""LAMB against a hand-computed step (PAPER.md section 5), AdamW groups and the learning-rate schedule."""
+"""LAMB against a hand-computed step (docs/paper.md §5), AdamW groups and the learning-rate schedule."""
 
 from __future__ import annotations
 

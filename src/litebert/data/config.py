@@ -1,4 +1,4 @@
-"""DataConfig: every setting of the pretraining-data step, validated, with the official defaults (PAPER.md §3)."""
+"""DataConfig: every setting of the pretraining-data step, validated, with the official defaults (docs/paper.md §3)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 N steps, keep the best dev checkpoint); finetuned.py loads, scores and runs what it saves.
 
 The recipe follows the official ALBERT fine-tuning scripts (run_classifier.py / run_squad_v2.py /
-run_race.py and PAPER.md section 7): AdamW with weight decay 0.01 (not on LayerNorm and biases), linear
+run_race.py and docs/paper.md §7): AdamW with weight decay 0.01 (not on LayerNorm and biases), linear
 warmup then linear decay to 0, gradient clipping at 1.0, the best dev checkpoint reported. A fine-tuned
 model directory holds the (updated) pretrained model as `litebert.save` writes it, so `litebert.load` reads
 it, plus head.safetensors and finetune.json (task, labels, settings) and the tokenizer files.

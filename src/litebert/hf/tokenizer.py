@@ -3,7 +3,7 @@ special_tokens_map.json, written beside a litebert tokenizer; and the flags tran
 gives a tokenizer litebert did not write.
 
 transformers 5.x AlbertTokenizer rebuilds its normaliser from its own flags (NFKD + StripAccents with no
-recomposition turns about a third of Korean pieces into <unk>, PAPER.md §4), so the files written here name
+recomposition turns about a third of Korean pieces into <unk>, docs/paper.md §4), so the files written here name
 PreTrainedTokenizerFast and ship a tokenizer.json that reproduces litebert's Normalizer step by step.
 """
 

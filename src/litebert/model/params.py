@@ -50,7 +50,7 @@ class PaperRow:
     name: str
     config: ModelConfig
     paper: str  # the paper's printed figure
-    official: int | None  # exact backbone count from the official code (PAPER.md section 2)
+    official: int | None  # exact backbone count from the official code (docs/paper.md §2)
 
 
 def _ablation(embedding_size: int, sharing: str) -> ModelConfig:

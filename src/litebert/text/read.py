@@ -1,6 +1,6 @@
 """Raw documents -> sentences: corpus reading (.txt, .jsonl, the official format, .gz, .bz2) and `prepare`.
 
-The pretraining data step (PAPER.md §3) wants documents as lists of sentences, one sentence per line and a blank
+The pretraining data step (docs/paper.md §3) wants documents as lists of sentences, one sentence per line and a blank
 line between documents (the official create_pretraining_data.py input). Users bring raw files instead, so this
 module reads files or directories as a stream (bounded reads: a 10 MB line is read in chunks, by
 lines.py), survives bad bytes (replaced, counted with file and byte offset in a `TextReport`) and
@@ -50,7 +50,7 @@ class ReadConfig:
     })  # fmt: skip
     blank_lines_wrap: bool = field(default=False, metadata={
         "help": "with --doc-per-file: blank lines are wraps too, joined like lines (files that leave a blank line "
-                "after every wrapped line, as the Korean bills)",
+                "after every wrapped line, as the Korean bills in tests/fixtures/corpora/ko)",
     })  # fmt: skip
     wraps_split_words: bool = field(default=False, metadata={
         "help": "with --join-lines or --blank-lines-wrap: a wrapped line not ending in whitespace breaks inside a "

@@ -1,4 +1,4 @@
-"""Training a SentencePiece vocabulary the ALBERT way (PAPER.md §3-4): a unigram model with pad 0, unk 1,
+"""Training a SentencePiece vocabulary the ALBERT way (docs/paper.md §3-4): a unigram model with pad 0, unk 1,
 [CLS] 2, [SEP] 3, [MASK] 4, no bos/eos, character coverage 0.99995, sampled and shuffled input sentences,
 trained on text normalised as the `Tokenizer` encodes it; the result is a tokenizer directory (spiece.model and
 litebert's settings file; `litebert.hf.write_hf_tokenizer_files` adds transformers' files, as `litebert tokenizer
@@ -25,7 +25,7 @@ from litebert.tokenizer.tokenizer import DIGIT_COMMA, MODEL_FILE, SPECIAL_TOKENS
 
 @dataclass(kw_only=True)
 class TokenizerTrainConfig:
-    """SentencePiece training settings (PAPER.md §4)."""
+    """SentencePiece training settings (docs/paper.md §4)."""
 
     vocab_size: int = field(default=30000, metadata={"help": "pieces in the vocabulary, special ones included"})
     do_lower_case: bool = field(default=True, metadata={

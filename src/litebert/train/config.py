@@ -17,7 +17,7 @@ DEVICES = ("auto", "cpu", "cuda")
 
 @dataclass(kw_only=True)
 class TrainConfig:
-    """How to pretrain. Defaults are the paper's (PAPER.md section 5) except the batch, which callers size.
+    """How to pretrain. Defaults are the paper's (docs/paper.md §5) except the batch, which callers size.
 
     `batch_size` is the GLOBAL micro-batch (sequences per forward pass summed over all ranks); one optimizer
     step sees `batch_size * grad_accum` sequences, so a laptop reaches the paper's 4096 with accumulation.

@@ -43,7 +43,7 @@ DEFAULT_TRAIN = dict(
     max_steps=1600, batch_size=32, lr=1e-2, warmup_ratio=0.1, save_every=400, eval_every=400, log_every=20,
     precision="auto",
 )  # fmt: skip
-# ALBERT v2 trains the encoder without dropout (PAPER.md section 1): at this scale it only slows MLM down.
+# ALBERT v2 trains the encoder without dropout (docs/paper.md §1): at this scale it only slows MLM down.
 # The SOP classifier keeps its dropout: with a few thousand pairs it otherwise memorises their order.
 DEFAULT_MODEL = dict(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.1)
 # Ten pairings of every chapter (official dupe_factor, here with masks redrawn each epoch as well), so the

@@ -1,6 +1,6 @@
 """Optimisers and learning-rate schedule for pretraining: ALBERT's LAMB, AdamW param groups, warmup + decay.
 
-LAMB follows the official `lamb_optimizer.py` of google-research/albert exactly (PAPER.md section 5): no bias
+LAMB follows the official `lamb_optimizer.py` of google-research/albert exactly (docs/paper.md §5): no bias
 correction, `u = m / (sqrt(v) + eps) + wd * w`, weight decay and the layer-wise trust ratio skipped for
 parameters whose NAME matches LayerNorm / layer_norm / bias, trust ratio ||w|| / ||u|| (1 when either is 0,
 never clipped), `w -= lr * ratio * u`. Exclusion is decided by name, so parameter groups carry their names
