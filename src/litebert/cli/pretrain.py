@@ -17,7 +17,7 @@ _TRAIN_FLAGS = {
 _READ_FLAGS = {
     "documents": "--doc-per-file", "split": "--no-split", "join_lines": "--join-lines",
     "blank_lines_wrap": "--blank-lines-wrap", "wraps_split_words": "--wraps-split-words", "language": "--language",
-    "text_field": "--text-field",
+    "text_field": "--text-field", "follow_links": "--follow-links",
 }  # fmt: skip
 
 

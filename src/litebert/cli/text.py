@@ -51,6 +51,8 @@ def add_read_options(p: argparse.ArgumentParser) -> None:
                         "inside a word and joins without one (PDF text, as the Korean bills)")  # fmt: skip
     p.add_argument("--text-field", default="text", help="field holding the text in .jsonl records")
     p.add_argument("--language", default=None, help="splitter language (default: ko for Hangul, else en)")
+    p.add_argument("--follow-links", action="store_true",
+                   help="read links inside an input directory that lead out of it (skipped by default)")  # fmt: skip
 
 
 def read_config_from(args: argparse.Namespace):
@@ -64,6 +66,7 @@ def read_config_from(args: argparse.Namespace):
         wraps_split_words=args.wraps_split_words,
         text_field=args.text_field,
         language=args.language,
+        follow_links=args.follow_links,
     )
 
 
