@@ -262,7 +262,6 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.Di
         raise FileNotFoundError(f"{out}: --resume given but it holds no usable checkpoint: {why}; run the same "
                                 "command without --resume to start it again")  # fmt: skip
     model_config = load_config(ckpt)
-    _check_fits(model_config, job.train, env)
     asked = _model_overrides(job)
     if asked and ModelConfig.from_dict({**model_config.to_dict(), **asked}) != model_config:
         raise ValueError(f"{ckpt}: cannot resume with different model settings {asked}")
@@ -274,6 +273,7 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.Di
     if overrides.get("precision") == "auto":  # the run saved the precision it resolved to: compare with that
         overrides = {**overrides, "precision": resolve_precision("auto", env.device)}
     train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
+    _check_fits(model_config, train, env)
     step = int(verify_checkpoint(ckpt)["step"])
     _check_fixed_on_resume(out, saved["train"], overrides)
     # A run killed after its last checkpoint but before its model was written resumes with no step to train.
