@@ -179,6 +179,7 @@ def _tmpfs_available(tmp_path: Path) -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.slow  # the injected full disk above covers every writer family in the default run
 def test_the_commands_on_a_real_full_tmpfs(tmp_path, tokenizer_dir):
     # A private mount namespace (unshare -rm): a tmpfs of 100 kB exists for the commands alone.
     disk = tmp_path / "disk"
