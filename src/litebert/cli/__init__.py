@@ -13,6 +13,7 @@ import os
 import sys
 import warnings
 
+from litebert.io import DiskFullError, is_disk_full
 from litebert.model.allocator import keep_freed_memory
 
 # Order is the order of the pipeline: text -> tokenizer -> data -> pretrain -> fine-tune, plus model tools.
@@ -38,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         # User errors carry a message naming the file/field; a traceback would only hide it. Under torchrun
         # each rank says which it is: most errors are the same everywhere, but one rank may meet its own.
         rank = os.environ.get("RANK", "0")
+        if is_disk_full(exc) and not isinstance(exc, DiskFullError):  # a writer that did not name it: said alike
+            exc = DiskFullError(getattr(exc, "filename", None) or "a file")
         print(f"litebert {args.command}: error{f' (rank {rank})' if rank != '0' else ''}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: no traceback; what was finished is kept (builds and runs resume)

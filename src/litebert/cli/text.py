@@ -64,8 +64,8 @@ def _train(args: argparse.Namespace) -> int:
     from litebert.tokenizer import train_tokenizer
 
     config = make_config(TokenizerTrainConfig, given(args, config_flags(TokenizerTrainConfig)))
-    tok = train_tokenizer(args.inputs, args.out, config=config, progress=True)
-    write_hf_tokenizer_files(tok)  # so that transformers' AutoTokenizer reads the directory too
+    # transformers' files too, so that its AutoTokenizer reads the directory; all appear together
+    tok = train_tokenizer(args.inputs, args.out, config=config, progress=True, also_write=write_hf_tokenizer_files)
     print(f"wrote {tok.dir}: vocab {tok.vocab_size:,}, spiece.model sha256 {tok.checksum[:16]}")
     return 0
 
@@ -74,7 +74,6 @@ def _add_words(args: argparse.Namespace) -> int:
     from litebert.hf import write_hf_tokenizer_files
     from litebert.tokenizer import add_words
 
-    tok, added = add_words(args.tokenizer_dir, args.words_file, args.out)
-    write_hf_tokenizer_files(tok)
+    tok, added = add_words(args.tokenizer_dir, args.words_file, args.out, also_write=write_hf_tokenizer_files)
     print(f"added {len(added):,} word{'' if len(added) == 1 else 's'}; wrote {tok.dir}: vocab {tok.vocab_size:,}")
     return 0

@@ -32,11 +32,13 @@ from litebert.finetune.tasks import Task, TaskData, get_task
 from litebert.finetune.tasks.common import collate
 from litebert.hf.directory import load, save
 from litebert.hf.tokenizer import load_tokenizer
-from litebert.io import write_json
+from litebert.io import write_json, writing_dir
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
+from litebert.model.params import TRAINING_COPIES, check_model_size
 from litebert.model.weights import HEAD_FILE, META_FILE, write_safetensors
 from litebert.tokenizer.tokenizer import Tokenizer
+from litebert.train.loop import NonFiniteLossError
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
 
 log = logging.getLogger(__name__)
@@ -163,16 +165,20 @@ def finetune(cfg: FinetuneConfig) -> FinetuneResult:
     device = resolve_device(cfg)  # before the model and data are read: an unusable --device fails at once
     if Path(cfg.out).exists() and not Path(cfg.out).is_dir():  # found now, not at the first save after training
         raise NotADirectoryError(f"{cfg.out}: --out is a file; it names the directory to write the run into")
-    if (Path(cfg.out) / RESULTS_FILE).exists():  # scripts rerun into one directory: replace, but say so
-        warnings.warn(f"{cfg.out}: replacing the results and best checkpoint of an earlier run", stacklevel=2)
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
-        return _finetune(cfg, device)
+    # locked: a second run into the same --out is refused (its best/ would be the other run's)
+    with writing_dir(cfg.out, "--out names the directory to write the run into"):
+        if (Path(cfg.out) / RESULTS_FILE).exists():  # scripts rerun into one directory: replace, but say so
+            warnings.warn(f"{cfg.out}: replacing the results and best checkpoint of an earlier run", stacklevel=2)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
+            return _finetune(cfg, device)
 
 
 def _finetune(cfg: FinetuneConfig, device: torch.device) -> FinetuneResult:
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     base, tok = load_pretrained(cfg)
+    loaded = int(device.type == "cpu")  # the weights are in host memory already
+    check_model_size(base.config, copies=TRAINING_COPIES - loaded, device=device, what=f"--init {cfg.init}")
     task, state = get_task(cfg.task), {}
     train = task.load(cfg.train, tok, cfg, state, mode="train")
     dev = task.load(cfg.dev, tok, cfg, state, mode="eval")
@@ -194,9 +200,15 @@ def _finetune(cfg: FinetuneConfig, device: torch.device) -> FinetuneResult:
         loss = model(next(batches))["loss"]  # FinetuneModel moves the batch to its device
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        nn.utils.clip_grad_norm_(model.trainable().parameters(), 1.0)
+        norm = nn.utils.clip_grad_norm_(model.trainable().parameters(), 1.0)
+        value, norm_value = torch.stack([loss.detach().float(), norm.float()]).tolist()  # one wait for the device
+        if not math.isfinite(value + norm_value):  # the update would make weights NaN, and a NaN model the best
+            what = f"loss {value}" if not math.isfinite(value) else f"gradient norm {norm_value}"
+            raise NonFiniteLossError(f"fine-tuning {what} at step {step}: stopped before updating the weights (lower "
+                                     f"--lr, or check the targets in {cfg.train}); {out / 'best'} holds the best "
+                                     "model of the evaluations before, if any")  # fmt: skip
         optimizer.step()
-        losses.append(float(loss.detach()))
+        losses.append(value)
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
             metrics = evaluate_data(model, task, dev, tok, cfg, state)
             entry = {"step": step, "train_loss": float(np.mean(losses)), "seconds": time.perf_counter() - start}

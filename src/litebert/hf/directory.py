@@ -6,6 +6,8 @@ litebert.load, litebert.save and the `litebert convert` commands are these funct
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from torch import nn
@@ -22,7 +24,7 @@ from litebert.hf.names import config_from_hf
 from litebert.hf.tf_checkpoint import CONFIG_NAME as TF_CONFIG_FILE
 from litebert.hf.tf_checkpoint import is_tf_checkpoint_dir, load_tf, read_albert_config
 from litebert.hf.tokenizer import copy_tokenizer_with_hf_files
-from litebert.io import read_json
+from litebert.io import read_json, staged_files
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.weights import (
@@ -89,7 +91,10 @@ def import_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
     new or empty (see convert.check_destination)."""
     check_distinct(src_dir, dst_dir)
     check_destination(dst_dir, model_files(dst_dir))
-    return save(load_hf(src_dir), dst_dir, tokenizer_dir=src_dir)
+    model = load_hf(src_dir)
+    with _converting_into(dst_dir) as stage:
+        save(model, stage, tokenizer_dir=src_dir)
+    return Path(dst_dir)
 
 
 def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
@@ -100,6 +105,19 @@ def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
     empty (see convert.check_destination)."""
     check_distinct(src_dir, dst_dir)
     check_destination(dst_dir, model_files(dst_dir))
-    if (Path(src_dir) / META_FILE).is_file():
-        return export_finetuned(Path(src_dir), dst_dir)
-    return save_hf(load(src_dir), dst_dir, tokenizer_dir=src_dir)
+    with _converting_into(dst_dir) as stage:
+        if (Path(src_dir) / META_FILE).is_file():
+            export_finetuned(Path(src_dir), stage)
+        else:
+            save_hf(load(src_dir), stage, tokenizer_dir=src_dir)
+    return Path(dst_dir)
+
+
+@contextmanager
+def _converting_into(dst_dir: str | Path) -> Iterator[Path]:
+    """dst_dir locked, and a staging directory whose files move into it once all are written (a failure, a full
+    disk included, leaves dst_dir as it was, so the conversion can simply be run again); checked again under the
+    lock, for a conversion that wrote there meanwhile."""
+    with staged_files(dst_dir, "the destination names the directory to convert into") as stage:
+        check_destination(dst_dir, model_files(dst_dir))
+        yield stage

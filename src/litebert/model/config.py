@@ -11,6 +11,9 @@ from typing import Any
 from litebert.io import read_json, write_json
 
 SHARING = ("all", "attention", "ffn", "none")
+# Any size past this is no model (torch's sizes overflow long before): refused here with its field named. Sizes
+# below it may still not fit in memory: litebert.model.params.check_model_size says so before building.
+MAX_DIMENSION = 2**31 - 1
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 
 
@@ -61,8 +64,10 @@ class ModelConfig:
             "type_vocab_size",
         ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DIMENSION:
+                huge = isinstance(value, int) and value > MAX_DIMENSION
+                shown = f" of at most {MAX_DIMENSION:,}, got {value:.3g}" if huge else f", got {value!r}"
+                raise ValueError(f"ModelConfig.{name} must be a positive integer{shown}")
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"ModelConfig.hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads})"

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from litebert.io import READ_ERRORS, check_input_file, format_suffix, make_dir, open_bytes
+from litebert.io import READ_ERRORS, atomic_path, check_input_file, format_suffix, make_dir, open_bytes
 from litebert.text.lines import lines, not_text
 from litebert.text.normalize import is_blank
 from litebert.text.report import TextReport
@@ -70,6 +70,11 @@ class ReadConfig:
     max_document_chars: int = field(default=4_000_000, metadata={
         "help": "a longer document is cut at the next sentence or line end, and the cut reported",
     })  # fmt: skip
+    follow_links: bool = field(
+        default=False,
+        metadata={"help": "read symbolic links inside an input directory that lead out of it (skipped by default, "
+                          "with a warning naming them); a path given explicitly is always read"},
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.documents not in ("blank_line", "file"):
@@ -99,27 +104,27 @@ def path_list(paths: Paths) -> list[Path]:
     return [Path(paths)] if isinstance(paths, str | os.PathLike) else [Path(p) for p in paths]
 
 
-def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = ()) -> list[Path]:
+def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = (), follow_links: bool = False) -> list[Path]:
     """Expand files and directories (recursively, sorted, hidden entries left out); missing paths raise.
-    Files at or under an `exclude` path (a command's own output, when written inside its input) are left out."""
+    Files at or under an `exclude` path (a command's own output, when written inside its input) are left out.
+    Inside a directory, a symbolic link that leads out of it is skipped with a warning naming it (a link to
+    /etc/shadow put its lines into a vocabulary), unless `follow_links`; a path given explicitly is read as given."""
     files: list[Path] = []
     skip = [Path(p).resolve() for p in exclude]
+    outside: list[tuple[Path, Path]] = []  # (link, where it leads), skipped
     for raw in path_list(paths):
         path = Path(raw)
         if path.is_dir():
-            seen: set[Path] = set()  # a linked directory is read (it was skipped without a word), each once
-            for root, dirs, names in os.walk(path, followlinks=True):
-                real = Path(root).resolve()
-                if real in seen:  # a link back to a directory read already (a cycle)
-                    dirs[:] = []
-                    continue
-                seen.add(real)
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
+            files.extend(_walk(path, None if follow_links else outside))
         elif path.exists():
             files.append(check_input_file(path))
         else:
             raise FileNotFoundError(f"no such file or directory: {path}")
+    if outside:
+        link, target = outside[0]
+        warnings.warn(f"skipped {len(outside)} symbolic link(s) that lead out of their input directory (first: "
+                      f"{link} -> {target}); pass --follow-links (ReadConfig.follow_links) to read them",
+                      stacklevel=2)  # fmt: skip
     if skip:
         files = [f for f in files if not any(r == x or x in r.parents for r in [f.resolve()] for x in skip)]
     if not files:
@@ -130,6 +135,33 @@ def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = ()) -> list[Path
     if again:  # a file read twice would put its text on both sides of the held-out split
         warnings.warn(f"{len(again)} file(s) given more than once are read once (first: {again[0]})", stacklevel=2)
     return list(unique.values())
+
+
+def _walk(top: Path, outside: list[tuple[Path, Path]] | None) -> list[Path]:
+    """The files under directory `top`, sorted, hidden ones left out; links that lead out of `top` are appended to
+    `outside` and skipped (followed when `outside` is None)."""
+    files: list[Path] = []
+    real_top = top.resolve()
+    seen: set[Path] = set()  # a linked directory is read (it was skipped without a word), each once
+
+    def inside(entry: Path) -> bool:
+        if outside is None or not entry.is_symlink():
+            return True
+        target = entry.resolve()
+        if target == real_top or real_top in target.parents:
+            return True
+        outside.append((entry, target))
+        return False
+
+    for root, dirs, names in os.walk(top, followlinks=True):
+        real = Path(root).resolve()
+        if real in seen:  # a link back to a directory read already (a cycle)
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = [d for d in sorted(dirs) if not d.startswith(".") and inside(Path(root) / d)]
+        files.extend(Path(root) / n for n in sorted(names) if not n.startswith(".") and inside(Path(root) / n))
+    return files
 
 
 def read_documents(
@@ -144,9 +176,14 @@ def read_documents(
     Paths are checked at once (FileNotFoundError naming the path, ValueError for inputs holding no file); a
     corpus that yields no sentence raises ValueError at the end of the stream.
     """
-    files = iter_files(paths, exclude=exclude)
+    config = config or ReadConfig()
+    files = iter_files(paths, exclude=exclude, follow_links=config.follow_links)
+    return _read(files, report if report is not None else TextReport(), config)
+
+
+def _read(files: list[Path], report: TextReport, config: ReadConfig) -> Iterator[list[str]]:
     jsonl = {f for f in files if _is_jsonl(f)}  # a JSON array is refused now, not after the files before it
-    return _documents(files, jsonl, report if report is not None else TextReport(), config or ReadConfig())
+    return _documents(files, jsonl, report, config)
 
 
 def _documents(files: list[Path], jsonl: set[Path], report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
@@ -337,14 +374,14 @@ def prepare(paths: Paths, out: str | Path, *, config: ReadConfig | None = None) 
         raise IsADirectoryError(f"{out}: is a directory; --out names the file to write")
     if any(p.resolve() == out.resolve() for p in path_list(paths)):
         raise ValueError(f"{out}: the output is also an input; write it elsewhere")
-    tmp = out.with_name(out.name + ".tmp")
     opener = {".gz": gzip.open, ".bz2": bz2.open}.get(out.suffix.lower(), open)  # as open_bytes reads it back
-    docs = read_documents(paths, report=report, config=config, exclude=[out, tmp])  # checks the paths now
-    try:
-        with opener(tmp, "wt", encoding="utf-8", newline="\n") as f:
-            for i, doc in enumerate(docs):
-                f.write(("\n" if i else "") + "\n".join(doc) + "\n")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)  # an interrupted or failed run leaves no partial file
+    config = config or ReadConfig()
+    files = iter_files(paths, exclude=[out], follow_links=config.follow_links)  # checks the paths now
+    docs = _read(files, report, config)
+    size = sum(f.stat().st_size for f in files)  # about what the output takes (more for compressed inputs)
+    # A temporary file of this process, renamed when whole: an interrupted or failed run (a full disk said as
+    # one) leaves no partial file, and two runs writing the same --out each leave a whole one.
+    with atomic_path(out, needed=size) as tmp, opener(tmp, "wt", encoding="utf-8", newline="\n") as f:
+        for i, doc in enumerate(docs):
+            f.write(("\n" if i else "") + "\n".join(doc) + "\n")
     return report

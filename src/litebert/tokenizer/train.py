@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -17,6 +17,7 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tqdm import tqdm
 
+from litebert.io import staged_files, write_bytes
 from litebert.text.normalize import Normalizer
 from litebert.text.read import Paths, ReadConfig, read_documents
 from litebert.text.report import TextReport
@@ -145,14 +146,32 @@ def train_tokenizer(
     config: TokenizerTrainConfig | None = None,
     progress: bool = False,
     report: TextReport | None = None,
+    also_write: Callable[[Tokenizer], None] | None = None,
 ) -> Tokenizer:
-    """Train a unigram SentencePiece model on raw text and write out_dir/{spiece.model, litebert_tokenizer.json}."""
+    """Train a unigram SentencePiece model on raw text and write out_dir/{spiece.model, litebert_tokenizer.json},
+    with whatever `also_write(tokenizer)` writes into the tokenizer's directory (litebert.hf.write_hf_tokenizer_files:
+    transformers' files). The files appear together, once all are written (litebert.io.staged_files): a failure,
+    a full disk included, leaves out_dir as it was; out_dir is locked meanwhile (a second writer is refused)."""
     cfg = config or TokenizerTrainConfig()
     if vocab_size is not None:
         cfg = dataclasses.replace(cfg, vocab_size=vocab_size)
     report = report if report is not None else TextReport()
     out = Path(out_dir)
     check_tokenizer_out(out)  # before hours of reading and training
+    with staged_files(out, "--out names the tokenizer directory to write") as stage:
+        proto = _train(inputs, out, cfg, progress, report)
+        settings = {"do_lower_case": cfg.do_lower_case, "strip_accents": cfg.strip_accents}
+        tok = Tokenizer(proto, Normalizer(**settings), stage)
+        write_bytes(stage / MODEL_FILE, proto)
+        write_settings(tok, train=asdict(cfg) | {"corpus": report.summary()})
+        if also_write is not None:
+            also_write(tok)
+    tok.dir = out
+    return tok
+
+
+def _train(inputs: Paths, out: Path, cfg: TokenizerTrainConfig, progress: bool, report: TextReport) -> bytes:
+    """The trained model, finalized (serialized ModelProto)."""
     docs = read_documents(inputs, report=report, config=cfg.read, exclude=[out])  # checks the paths now
     model = io.BytesIO()
     spm.set_random_generator_seed(cfg.seed)
@@ -189,13 +208,7 @@ def train_tokenizer(
             notes = f"; {report.messages[-1]}" if report.messages else ""
             msg = f"sentencepiece training failed ({report.sentences:,} sentences read from {report.files:,} file(s)"
             raise ValueError(f"{msg}{notes}): {exc}") from exc
-    proto = _finalize_model(model.getvalue())
-    out.mkdir(parents=True, exist_ok=True)  # only now: a failed training leaves no empty directory
-    (out / MODEL_FILE).write_bytes(proto)
-    settings = {"do_lower_case": cfg.do_lower_case, "strip_accents": cfg.strip_accents}
-    tok = Tokenizer(proto, Normalizer(**settings), out)
-    write_settings(tok, train=asdict(cfg) | {"corpus": report.summary()})
-    return tok
+    return _finalize_model(model.getvalue())
 
 
 def _finalize_model(model: bytes) -> bytes:

@@ -21,6 +21,7 @@ from litebert.hf.directory import load_config
 from litebert.hf.tokenizer import write_hf_tokenizer_files
 from litebert.io import check_dir_path, check_types, from_dict, read_json
 from litebert.model.config import PRESETS, ModelConfig, preset
+from litebert.model.params import TRAINING_COPIES, check_model_size
 from litebert.text.read import ReadConfig
 from litebert.tokenizer.tokenizer import Tokenizer
 from litebert.tokenizer.train import TokenizerTrainConfig, train_tokenizer
@@ -193,7 +194,8 @@ def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
     if env.is_main:  # tokenizer training and data building write files: rank 0 alone
         try:
             check_precision(job.train.precision, env.device)  # refusals before hours of preparing: the
-            _model_config(job, None)  # device's, and the model's (init_from found, valid fields)
+            _check_fits(_model_config(job, None), job.train, env)  # device's, and the model's (init_from found,
+            # valid fields, a size the device holds)
             _prepare(job, out)
         except (ValueError, OSError) as exc:  # raised on every rank, not as a lost connection on the others
             error = exc
@@ -220,7 +222,8 @@ def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[
         tokenizer = out / "prep" / "tokenizer"
         if not paths_only:
             config = TokenizerTrainConfig(vocab_size=job.vocab_size, read=job.read)
-            write_hf_tokenizer_files(train_tokenizer(corpus, tokenizer, config=config, progress=job.train.progress))
+            train_tokenizer(corpus, tokenizer, config=config, progress=job.train.progress,
+                            also_write=write_hf_tokenizer_files)  # fmt: skip
     if paths_only:
         return tokenizer, data_dir
     workers = max(1, min(4, os.cpu_count() or 1))
@@ -271,6 +274,10 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.Di
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found; --resume needs a run directory written by litebert pretrain")
     saved = read_json(path)
+    if not isinstance(saved, dict) or not isinstance(saved.get("train"), dict):
+        got = type(saved.get("train") if isinstance(saved, dict) else saved).__name__
+        raise ValueError(f"{path}: field 'train' must be an object of TrainConfig fields, got {got}; the file was "
+                         "edited or damaged (litebert pretrain writes it at the start of a run)")  # fmt: skip
     ckpt = latest_checkpoint(out)
     if ckpt is None:
         found = len(list_checkpoints(out))
@@ -289,6 +296,7 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.Di
     if overrides.get("precision") == "auto":  # the run saved the precision it resolved to: compare with that
         overrides = {**overrides, "precision": resolve_precision("auto", env.device)}
     train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
+    _check_fits(model_config, train, env)
     step = int(verify_checkpoint(ckpt)["step"])
     _check_fixed_on_resume(out, saved["train"], overrides)
     # A run killed after its last checkpoint but before its model was written resumes with no step to train.
@@ -307,6 +315,12 @@ def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.Di
         warnings.warn(f"resuming {out} with changed settings {changed}: it continues with them, so it will not "
                       "reproduce an uninterrupted run", stacklevel=2)  # fmt: skip
     return pretrain(model_config, train, data_dir, out, resume=True)
+
+
+def _check_fits(config: ModelConfig, train: TrainConfig, env: dist.DistEnv) -> None:
+    """Weights, gradients and optimizer state must fit on the training device (spread over the ranks by FSDP)."""
+    shards = env.world_size if train.parallel == "fsdp" else 1
+    check_model_size(config, copies=TRAINING_COPIES, device=env.device, shards=shards, what="the model to train")
 
 
 def _check_fixed_on_resume(out: Path, saved: dict[str, Any], overrides: dict[str, Any]) -> None:
