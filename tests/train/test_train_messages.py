@@ -41,11 +41,11 @@ def test_a_crafted_trainer_state_is_not_a_litebert_checkpoint(tmp_path):
         load_trainer_state(ckpt)
 
 
-def test_a_corrupt_spiece_model_is_said_to_be_one(tokenizer_dir, shared_data, tmp_path, capsys):
+def test_a_corrupt_spiece_model_is_said_to_be_one(tokenizer_dir, moby_dick, tmp_path, capsys):
     # it advised rebuilding the data with the corrupt tokenizer
     import litebert
 
-    corpus = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:1]
+    corpus = sorted(moby_dick.glob("chapter_*.txt"))[:1]
     data = tmp_path / "data"
     build(corpus, tokenizer_dir, data, DataConfig(max_seq_length=32, dupe_factor=1, eval_fraction=0.0), progress=False)
     model = data / "tokenizer" / "spiece.model"
