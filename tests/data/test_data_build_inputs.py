@@ -23,12 +23,12 @@ def test_a_rerun_naming_the_corpus_otherwise_is_the_same_build(tokenizer_dir, tm
         assert build(other, tokenizer_dir, "data", config, progress=False) == first  # done, not refused
 
 
-def test_the_same_documents_as_json_lines_parquet_or_arrow_build_the_same_shards(shared_data, tokenizer_dir, tmp_path):
+def test_the_same_documents_as_json_lines_parquet_or_arrow_build_the_same_shards(moby_dick, tokenizer_dir, tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.ipc as ipc
     import pyarrow.parquet as pq
 
-    chapters = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:12]
+    chapters = sorted(moby_dick.glob("chapter_*.txt"))[:12]
     rows = [p.read_text(encoding="utf-8") for p in chapters]
     rows.insert(3, None)  # a row without text: skipped, as a record without the field
     corpora = {name: tmp_path / name / f"corpus.{name}" for name in ("jsonl", "parquet", "arrow")}
