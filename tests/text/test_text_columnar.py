@@ -7,14 +7,15 @@ import json
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.feather as feather
-import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
 import pytest
 
 from litebert.cli import main
 from litebert.text import ReadConfig, TextReport, read_documents
+
+pa = pytest.importorskip("pyarrow")  # the parquet extra (in the test extra too)
+feather = pytest.importorskip("pyarrow.feather")
+ipc = pytest.importorskip("pyarrow.ipc")
+pq = pytest.importorskip("pyarrow.parquet")
 
 # Paragraphs, a NUL, Korean, an empty text, a row without text: what a record of JSON lines may hold.
 ROWS = [
@@ -34,7 +35,7 @@ def write_jsonl(path: Path, rows: list[str | None], field: str = "text") -> Path
     return path
 
 
-def table(rows: list[str | None], field: str = "text") -> pa.Table:
+def table(rows: list[str | None], field: str = "text"):
     return pa.table({"id": pa.array(range(len(rows)), pa.int64()), field: pa.array(rows, pa.string())})
 
 

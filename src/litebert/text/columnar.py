@@ -64,7 +64,7 @@ def check_column(path: Path, field: str) -> None:
                          f"decompress it first")  # fmt: skip
     if not path.is_file():
         raise ValueError(f"{path}: not a regular file (a pipe, a socket or a device)")
-    with _open(path, field) as table:
+    with _ColumnarFile(path, field) as table:
         _text_column(table.schema, path, field)
 
 
@@ -72,7 +72,7 @@ def column_values(path: Path, field: str, report: TextReport) -> Iterator[tuple[
     """Yield (row number from 1, the row's text or None for a null) for every row of column `field`."""
     pa = _pyarrow(path)[0]
     row = 0
-    with _open(path, field) as table:
+    with _ColumnarFile(path, field) as table:
         try:
             for column in table.columns():
                 _check_buffers(column, pa)
@@ -164,7 +164,7 @@ def _text_column(schema: Any, path: Path, field: str) -> int:
     return found[0]
 
 
-class _open:
+class _ColumnarFile:
     """A columnar file opened for reading: its schema, and its text column one record batch at a time (`columns`),
     `where` saying where the last read began (for error messages). Errors on opening name the file and the column."""
 
@@ -174,7 +174,7 @@ class _open:
         self.source: Any = None
         self.where = "its schema"
 
-    def __enter__(self) -> _open:
+    def __enter__(self) -> _ColumnarFile:
         pa, pq, ipc = _pyarrow(self.path)
         try:
             if self.kind == "Parquet":
