@@ -16,6 +16,7 @@ import torch
 
 import litebert
 from litebert.hf import tf_bundle, tf_checkpoint
+from litebert.model.albert import layer_schedule
 from litebert.tokenizer import SETTINGS_FILE, Tokenizer
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "tf"
@@ -239,9 +240,6 @@ def test_config_fields_and_defaults():
 @pytest.mark.parametrize(
     "fields, message",
     [
-        ({"vocab_size": 10, "num_hidden_layers": 22, "num_hidden_groups": 22},
-         r"cfg\.json: num_hidden_layers=22 with num_hidden_groups=22 is not supported: the official code puts layer 15 "
-         r"in group 14"),
         ({"vocab_size": 10, "hidden_act": "tanh"}, r"cfg\.json: hidden_act 'tanh' is not supported"),
         ({"vocab_size": 10, "ln_type": "postln"}, r"cfg\.json: unknown field\(s\) \['ln_type'\]"),
         ({"hidden_size": 32}, r"cfg\.json: no vocab_size"),
@@ -253,10 +251,16 @@ def test_config_refusals(fields, message):
         tf_checkpoint.config_from_albert_json(fields, source="cfg.json")
 
 
-def test_group_formula_agrees_for_released_shapes():
+def test_layers_run_the_groups_of_the_official_formula():
+    # Released shapes (12 and 24 layers, any grouping): both formulas agree, and the config is transformers'.
     for layers in (12, 24):
         for groups in range(1, layers + 1):
-            tf_checkpoint.check_group_formula(layers, groups)
+            fields = {"vocab_size": 10, "num_hidden_layers": layers, "num_hidden_groups": groups}
+            assert tf_checkpoint.config_from_albert_json(fields).group_rule == "transformers"
+    # 22 layers in 22 groups: the official code runs group 14 at layers 14 and 15 and never group 15.
+    config = tf_checkpoint.config_from_albert_json({"vocab_size": 10, "num_hidden_layers": 22, "num_hidden_groups": 22})
+    assert (config.sharing, config.num_hidden_groups, config.group_rule) == ("all", 22, "official")
+    assert [a for a, _ in layer_schedule(config)] == [*range(15), 14, *range(16, 22)]
 
 
 # -- which checkpoint -------------------------------------------------------------------------------------------

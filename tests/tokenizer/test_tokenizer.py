@@ -53,7 +53,7 @@ def corpus_lines(moby_dick, corpora) -> dict[str, list[str]]:
 
 def _official_preprocess(text: str) -> str:
     """tokenization.preprocess_text (lower=True, keep_accents=False) plus NFC, with Hangul compatibility jamo
-    (ㅋ, and ㆍ used as a middle dot) kept as written, the slow way."""
+    (ㅋ, and ㆍ used as a middle dot) kept as written, and transformers' ``/'' -> " rule, the slow way."""
     text = " ".join(text.strip().split()).replace("``", '"').replace("''", '"')
     nfkd = (c if 0x3131 <= ord(c) <= 0x318E else unicodedata.normalize("NFKD", c) for c in text)
     text = "".join(c for c in "".join(nfkd) if not unicodedata.combining(c))
@@ -93,6 +93,22 @@ def test_normalizer_is_the_official_one_with_nfc(corpus_lines):
     assert Normalizer(strip_accents=False, nfc=False)(unicodedata.normalize("NFD", "서울")) != "서울"
     for line in corpus_lines["moby"][::3] + corpus_lines["ko"]:
         assert norm(line) == _official_preprocess(line)
+
+
+def test_the_quote_rule_is_transformers_not_the_official_codes(tokenizer_dir):
+    # The official preprocess_text (tokenization.py) has no ``/'' rule, and the official vocabulary's nmt_nfkc
+    # normalisation keeps both quotes; transformers' AlbertTokenizer (after XLNet's preprocess_text) replaces them,
+    # and so does litebert, so that its ids are transformers'.
+    def official(text: str) -> str:  # tokenization.preprocess_text(text, lower=True), as released
+        text = unicodedata.normalize("NFKD", " ".join(text.strip().split()))
+        return "".join(c for c in text if not unicodedata.combining(c)).lower()
+
+    text = "He said ``Café'' and ''no'' twice."
+    assert official(text) == "he said ``cafe'' and ''no'' twice."
+    assert Normalizer()(text) == 'he said "cafe" and "no" twice.'
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.AlbertTokenizer(vocab_file=str(tokenizer_dir / "spiece.model"))
+    assert " ".join(hf.backend_tokenizer.normalizer.normalize_str(text).split()) == Normalizer()(text)
 
 
 def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_dir, tok, corpus_lines, corpora):

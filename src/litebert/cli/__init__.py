@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = lambda message, category, *_: f"litebert {args.command}: warning: {message}\n"
     try:
         return int(args.func(args) or 0)
-    except (ValueError, OSError, KeyError) as exc:  # OSError: a path that cannot be read or written
+    # OSError: a path that cannot be read or written; ImportError: an optional extra missing (its message says which)
+    except (ValueError, OSError, KeyError, ImportError) as exc:
         # User errors carry a message naming the file/field; a traceback would only hide it. Under torchrun
         # each rank says which it is: most errors are the same everywhere, but one rank may meet its own.
         rank = os.environ.get("RANK", "0")

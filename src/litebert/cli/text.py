@@ -16,7 +16,7 @@ from litebert.tokenizer import TokenizerTrainConfig
 def register(sub: argparse._SubParsersAction) -> None:
     text = sub.add_parser("text", help="raw documents -> one sentence per line (the official format)")
     text_sub = text.add_subparsers(dest="text_command", required=True, metavar="COMMAND")
-    prep = text_sub.add_parser("prepare", help="read files/dirs (.txt .jsonl .json .gz .bz2), split sentences, write")
+    prep = text_sub.add_parser("prepare", help="read files/dirs (.txt .jsonl .parquet .arrow .gz), split sentences")
     prep.add_argument("inputs", nargs="+", help="files or directories (read recursively)")
     prep.add_argument("--out", required=True, help="output file (.gz to compress)")
     add_read_options(prep)

@@ -12,9 +12,10 @@ variable it needs that is absent, and any shape that disagrees with albert_confi
 variable.
 
 Layers and groups: the official modeling.transformer_model puts layer i in group int(i / L * G); litebert's
-`layer_schedule` uses transformers' int(i / (L / G)). Float rounding makes the two differ for a few (L, G), for
-example L = G = 22 at layer 15 (no released model is one of them); such a checkpoint is refused
-(`check_group_formula`) rather than loaded with its layers in other groups.
+`layer_schedule` uses transformers' int(i / (L / G)) unless ModelConfig.group_rule says "official". Float rounding
+makes the two differ for 24 (L, G) up to 48 layers, for example L = G = 22 at layer 15 (no released model is one of
+them); a checkpoint of such a shape is read with group_rule "official", so that its layers run the groups they
+were trained in (and it cannot be exported to transformers, whose ALBERT has the other rule).
 
 hidden_act "gelu" in albert_config.json is the official tanh approximation (modeling.gelu): litebert's
 "gelu_new". The tokenizer written beside a converted model normalises as the official preprocess_text
@@ -41,6 +42,7 @@ from litebert.hf.convert import check_destination, model_files
 from litebert.hf.tf_bundle import TFCheckpoint, find_checkpoint
 from litebert.hf.tokenizer import write_hf_tokenizer_files
 from litebert.io import read_json
+from litebert.model.albert import layer_groups
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.weights import check_state_dict, save_model
@@ -77,19 +79,6 @@ _INT_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers
                "type_vocab_size")  # fmt: skip
 
 
-def check_group_formula(num_layers: int, num_groups: int, source: str = CONFIG_NAME) -> None:
-    """Refuse (L, G) for which the official group of some layer, int(i / L * G), is not litebert's
-    int(i / (L / G)) (model.layer_schedule): such a checkpoint would load with its layers in other groups."""
-    for i in range(num_layers):
-        official, ours = int(i / num_layers * num_groups), int(i / (num_layers / num_groups))
-        if official != ours:
-            raise ValueError(
-                f"{source}: num_hidden_layers={num_layers} with num_hidden_groups={num_groups} is not supported: the "
-                f"official code puts layer {i} in group {official} (int(i / L * G)), litebert in group {ours} "
-                "(int(i / (L / G)), transformers' expression), so this model cannot be loaded exactly"
-            )
-
-
 def config_from_albert_json(data: dict[str, Any], *, source: str = CONFIG_NAME) -> ModelConfig:
     """ModelConfig from an official albert_config.json's fields, the official defaults for absent ones. A model
     in which every layer has its own group of one block becomes litebert's sharing "none" (the same tensors)."""
@@ -112,8 +101,10 @@ def config_from_albert_json(data: dict[str, Any], *, source: str = CONFIG_NAME) 
     fields = {ours: data[theirs] for theirs, ours in _CONFIG_NAMES.items()}
     fields.update(hidden_act=_ACTIVATIONS[act], layer_norm_eps=1e-12, sharing="all", embedding_projection=None)
     config = ModelConfig.from_dict(fields, source=source)
-    check_group_formula(config.num_layers, config.num_hidden_groups, source)
-    if config.num_layers > 1 and config.num_hidden_groups == config.num_layers and config.inner_group_num == 1:
+    official = layer_groups(config.num_layers, config.num_hidden_groups, "official")
+    if official != layer_groups(config.num_layers, config.num_hidden_groups):  # the official rounding: kept
+        return dataclasses.replace(config, group_rule="official")
+    if config.num_layers > 1 and official == list(range(config.num_layers)) and config.inner_group_num == 1:
         config = dataclasses.replace(config, sharing="none", num_hidden_groups=1)
     return config
 

@@ -1,10 +1,15 @@
-"""Raw documents -> sentences: corpus reading (.txt, .jsonl, the official format, .gz, .bz2) and `prepare`.
+"""Raw documents -> sentences: corpus reading (.txt, .jsonl, .parquet, .arrow, the official format, .gz, .bz2)
+and `prepare`.
 
 The pretraining data step (docs/paper.md §3) wants documents as lists of sentences, one sentence per line and a blank
 line between documents (the official create_pretraining_data.py input). Users bring raw files instead, so this
 module reads files or directories as a stream (bounded reads: a 10 MB line is read in chunks, by
 lines.py), survives bad bytes (replaced, counted with file and byte offset in a `TextReport`) and
-splits paragraphs into sentences with sentences.py.
+splits paragraphs into sentences with sentences.py. A file's suffix says its format: JSON lines (.jsonl,
+.ndjson, a .json of objects) and columnar files (.parquet, .arrow, .feather, read by columnar.py: a directory
+written by `datasets.Dataset.save_to_disk` too) hold one document per record or row, in the field or column
+ReadConfig.text_field (--text-field); a record or row without text (a null) is skipped and counted. The same
+documents give the same sentences whichever of these formats holds them.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from litebert.io import READ_ERRORS, atomic_path, check_input_file, format_suffix, make_dir, open_bytes
+from litebert.text.columnar import check_column, column_values, is_columnar, is_datasets_metadata
 from litebert.text.lines import lines, not_text
 from litebert.text.normalize import is_blank
 from litebert.text.report import TextReport
@@ -27,7 +33,8 @@ from litebert.text.sentences import split_sentences, wrap_between_words
 
 # What a corpus yields changes with the reading and sentence-splitting rules; data builds record this number, so
 # that a build is never resumed (or reused) under other rules. Raise it with any change to what is read (or to
-# how examples are cut and masked from it).
+# how examples are cut and masked from it). A new format read from files that were skipped before (Parquet and
+# Arrow files were skipped as binary) leaves the rules for the others as they were.
 READER_VERSION = 5
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -57,7 +64,9 @@ class ReadConfig:
                 "word and joins the next without a space (text extracted from PDFs, as the Korean bills, whose "
                 "wraps keep a trailing space where they fall between words)",
     })  # fmt: skip
-    text_field: str = field(default="text", metadata={"help": "the field holding the text in .jsonl records"})
+    text_field: str = field(default="text", metadata={
+        "help": "the field holding the text in .jsonl records, the column in .parquet and .arrow files",
+    })  # fmt: skip
     language: str | None = field(default=None, metadata={
         "help": "sentence splitter language, such as en, ko, ja or pt-BR (default: ko for paragraphs with Hangul, "
                 "else en)",
@@ -182,19 +191,23 @@ def read_documents(
 
 
 def _read(files: list[Path], report: TextReport, config: ReadConfig) -> Iterator[list[str]]:
-    jsonl = {f for f in files if _is_jsonl(f)}  # a JSON array is refused now, not after the files before it
+    # Refused now, not after the files before them: a JSON array, a columnar file without its text column.
+    jsonl = {f for f in files if _is_jsonl(f)}
+    for f in files:
+        if is_columnar(f):
+            check_column(f, config.text_field)
     return _documents(files, jsonl, report, config)
 
 
 def _documents(files: list[Path], jsonl: set[Path], report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
     for path in files:
-        why = not_text(path)
+        why = None if is_columnar(path) else _not_corpus(path) or not_text(path)
         if why:
             report.skipped += 1
             report.note(f"{path}: skipped, {why}")
             continue
         report.files += 1
-        reader = _jsonl_documents if path in jsonl else _text_documents
+        reader = _columnar_documents if is_columnar(path) else _jsonl_documents if path in jsonl else _text_documents
         for doc in reader(path, report, cfg):
             report.documents += 1
             report.sentences += len(doc)
@@ -203,6 +216,13 @@ def _documents(files: list[Path], jsonl: set[Path], report: TextReport, cfg: Rea
     if report.documents == 0:
         names = ", ".join(str(p) for p in files[:5])  # iter_files gives at least one
         raise ValueError(f"empty corpus: no sentences found in {names} ({report.skipped} skipped)")
+
+
+def _not_corpus(path: Path) -> str | None:
+    """Why `path`, found beside the corpus files, holds no corpus text (None when it may)."""
+    if path.suffix == ".json" and is_datasets_metadata(path):
+        return "the metadata of a `datasets` save_to_disk directory (its text is in the .arrow files)"
+    return None
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -320,20 +340,37 @@ def _jsonl_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterato
             report.skipped += 1
             report.note(f"{path}:{line_no}: skipped, no string field {cfg.text_field!r}")
             continue
-        # A "\ud800" escape without its pair decodes to a lone surrogate, which no UTF-8 writer accepts (the
-        # output, sentencepiece): replaced and counted as an invalid UTF-8 sequence is.
-        value, lone = _LONE_SURROGATE.subn("\ufffd", value)
-        if lone:
-            report.invalid_bytes += lone
-            report.note(f"{path}:{line_no}: {lone} lone surrogate escape(s) in {cfg.text_field!r} replaced")
-        # A "\u0000" escape is removed as a NUL byte of a text file is (kept, it made the official format that
-        # `text prepare` writes read back as a binary file).
-        if "\x00" in value:
-            report.note(f"{path}:{line_no}: {value.count(chr(0))} NUL character(s) in {cfg.text_field!r} removed")
-            value = value.replace("\x00", "")
-        doc = [s for para in _record_paragraphs(value, cfg) for s in _paragraph(para, cfg)]
+        doc = _record_document(value, f"{path}:{line_no}", report, cfg)
         if doc:
             yield doc
+
+
+def _columnar_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
+    """A Parquet or Arrow file's rows, each read as a JSON record holding the same text is."""
+    for row, value in column_values(path, cfg.text_field, report):
+        if value is None:
+            report.skipped += 1
+            report.note(f"{path}: row {row}: skipped, null {cfg.text_field!r}")
+            continue
+        doc = _record_document(value, f"{path}: row {row}", report, cfg)
+        if doc:
+            yield doc
+
+
+def _record_document(value: str, where: str, report: TextReport, cfg: ReadConfig) -> list[str]:
+    """The sentences of one record's text (a JSON record's field, a columnar file's row); `where` names it."""
+    # A "\ud800" escape without its pair decodes to a lone surrogate, which no UTF-8 writer accepts (the
+    # output, sentencepiece): replaced and counted as an invalid UTF-8 sequence is.
+    value, lone = _LONE_SURROGATE.subn("\ufffd", value)
+    if lone:
+        report.invalid_bytes += lone
+        report.note(f"{where}: {lone} lone surrogate escape(s) in {cfg.text_field!r} replaced")
+    # A "\u0000" escape is removed as a NUL byte of a text file is (kept, it made the official format that
+    # `text prepare` writes read back as a binary file).
+    if "\x00" in value:
+        report.note(f"{where}: {value.count(chr(0))} NUL character(s) in {cfg.text_field!r} removed")
+        value = value.replace("\x00", "")
+    return [s for para in _record_paragraphs(value, cfg) for s in _paragraph(para, cfg)]
 
 
 def _record_paragraphs(text: str, cfg: ReadConfig) -> list[str]:

@@ -2,10 +2,11 @@
 normalisation, encoding with offsets, and the settings file beside it.
 
 Text is normalised (litebert.text.normalize) as the official preprocess_text
-(collapse whitespace, ``/'' -> ", NFKD + drop combining marks, lowercase) except that the stripped text is
-recomposed with NFC, so Hangul syllables that NFKD splits into jamo come back whole. The SentencePiece model is
-trained on text normalised the same way and uses the "identity" rule itself, so training, litebert's encode and
-the transformers tokenizer.json written beside it (litebert.hf.tokenizer) all see the same string.
+(collapse whitespace, NFKD + drop combining marks, lowercase) except that the stripped text is recomposed with
+NFC, so Hangul syllables that NFKD splits into jamo come back whole, and that ``/'' -> " as transformers'
+AlbertTokenizer does (a rule of XLNet's preprocessing the official ALBERT code does not have). The SentencePiece
+model is trained on text normalised the same way and uses the "identity" rule itself, so training, litebert's
+encode and the transformers tokenizer.json written beside it (litebert.hf.tokenizer) all see the same string.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ from typing import Any
 
 from litebert.io import check_types, from_dict, write_json
 
-OPTIMIZERS = ("lamb", "adamw")
+# lamb: ALBERT's pretraining LAMB; adamw_official: ALBERT's fine-tuning Adam (no bias correction); adamw: torch's
+OPTIMIZERS = ("lamb", "adamw", "adamw_official")
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")  # auto: bf16 where the device has bf16 units
 PARALLEL = ("ddp", "fsdp")
 DEVICES = ("auto", "cpu", "cuda")
@@ -31,7 +32,11 @@ class TrainConfig:
     grad_accum: int = field(default=1, metadata={
         "help": "micro-batches per optimizer step (a step sees batch_size * grad_accum sequences)",
     })  # fmt: skip
-    optimizer: str = field(default="lamb", metadata={"help": "LAMB (the paper's) or AdamW", "choices": OPTIMIZERS})
+    optimizer: str = field(default="lamb", metadata={
+        "help": "lamb (the paper's), adamw_official (ALBERT's fine-tuning Adam: no bias correction) or adamw "
+                "(torch's, bias-corrected)",
+        "choices": OPTIMIZERS,
+    })  # fmt: skip
     lr: float = field(default=0.00176, metadata={"help": "peak learning rate"})
     warmup_steps: int | None = field(default=None, metadata={
         "help": "linear warmup steps (default: warmup_ratio of max_steps; the paper: 3125 of 125000)",
