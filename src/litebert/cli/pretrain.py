@@ -53,7 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--parallel", choices=("ddp", "fsdp"), help="under torchrun (default ddp)")
     p.add_argument("--grad-checkpointing", action="store_true", help="recompute activations in backward")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (same arithmetic as eager)")
-    p.add_argument("--resume", action="store_true", help="continue RUN_DIR from its newest complete checkpoint")
+    p.add_argument(
+        "--resume", nargs="?", const=True, default=False, choices=("auto",),
+        help="continue RUN_DIR from its newest complete checkpoint; --resume auto: start the job, or continue it "
+        "when RUN_DIR holds the same job (the one command to run again after any interruption)",
+    )  # fmt: skip
     p.add_argument("--init-from", metavar="DIR", help="start from a litebert or transformers ALBERT directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_pretrain)
@@ -77,12 +81,12 @@ def _pretrain(args: argparse.Namespace) -> int:
     read_flags = [_READ_FLAGS[k] for k in read_fields]
     shaping = ("preset", "init_from", "tokenizer", "corpus", "vocab_size")
     fixed = [f"--{k.replace('_', '-')}" for k in shaping if getattr(args, k)] + read_flags
-    if args.resume and fixed:
+    if args.resume is True and fixed:
         raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
                          "cannot change them (start a new run with --init-from RUN_DIR/model instead)")  # fmt: skip
     job = PretrainJob.from_json(args.config) if args.config else PretrainJob()
     file_train: dict = {}
-    if args.resume and args.config:  # the run keeps its model and data; a config file may change training only
+    if args.resume is True and args.config:  # the run keeps its model and data; a config file may change training only
         raw = read_json(args.config)
         extra = sorted(set(raw) - {"train", "data_dir"})
         if extra:
