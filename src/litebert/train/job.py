@@ -7,6 +7,7 @@ gives `data_dir` (built by `litebert data build`) and its tokenizer, or a corpus
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import warnings
@@ -215,9 +216,16 @@ def _lock_for_resume(out: Path, env: dist.DistEnv) -> None:
 def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
     dist.main_decides(lambda: _prepare_on_main(job, out, env), env)  # files are written by rank 0 alone
     tokenizer_dir, data_dir = _prepare(job, out, paths_only=True)
-    _check_inputs_everywhere(data_dir, out, env)
-    model_config = _model_config(job, data_dir)
-    return pretrain(model_config, job.train, data_dir, out, init_from=job.init_from, tokenizer_dir=tokenizer_dir)
+    try:
+        _check_inputs_everywhere(data_dir, out, env)
+        model_config = _model_config(job, data_dir)
+        return pretrain(model_config, job.train, data_dir, out, init_from=job.init_from, tokenizer_dir=tokenizer_dir)
+    except (ValueError, OSError):
+        if env.is_main and not (out / RUN_CONFIG).exists():  # refused before the run began: no record of it
+            (out / JOB_FILE).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                out.rmdir()  # when the record was all there was
+        raise
 
 
 def _prepare_on_main(job: PretrainJob, out: Path, env: dist.DistEnv) -> None:
