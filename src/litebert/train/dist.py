@@ -140,6 +140,7 @@ def fit_threads(local_processes: int, device: torch.device, *, say: bool = True)
     chosen = [v for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if v in os.environ]
     if threads != _THREADS_AT_IMPORT:
         chosen.append("torch.set_num_threads")
+    torchrun_default = os.environ.get("OMP_NUM_THREADS") == "1"  # or the user's: the two look alike
     message = None
     if local_processes * threads > cores and chosen:
         message = (f"{local_processes} process(es) on this machine x {threads} threads each ({', '.join(chosen)}) "
@@ -151,7 +152,7 @@ def fit_threads(local_processes: int, device: torch.device, *, say: bool = True)
                    f"{cores} cores this process may use: using {fair} thread(s) per process (OMP_NUM_THREADS "
                    "sets them)")  # fmt: skip
         threads = fair
-    elif device.type == "cpu" and threads == 1 < fair and os.environ.get("OMP_NUM_THREADS") == "1":
+    elif device.type == "cpu" and local_processes > 1 and threads == 1 < fair and torchrun_default:
         message = (f"{local_processes} processes x 1 thread (OMP_NUM_THREADS=1, which torchrun sets when it starts "
                    f"several processes and none is given) leave {cores - local_processes} of the {cores} cores "
                    f"idle; OMP_NUM_THREADS={fair} uses them")  # fmt: skip
