@@ -66,6 +66,26 @@ def test_ranks_get_disjoint_slices_of_each_global_batch(dynamic):
             assert torch.equal(whole[b][key], torch.cat([parts[r][b][key] for r in range(3)]))
 
 
+def test_each_rank_reads_only_the_examples_of_its_slices(dynamic, monkeypatch):
+    """On a shared filesystem every rank reads its own share: no example is read by two ranks, and together they
+    read what one process would."""
+    from litebert.data.shards import ShardSet
+
+    read: list[int] = []
+    example = ShardSet.example
+    monkeypatch.setattr(ShardSet, "example", lambda self, index: read.append(index) or example(self, index))
+    shares = []
+    for rank in range(3):
+        read.clear()
+        _take(PretrainingBatches(dynamic, batch_size=4, seed=1, rank=rank, world_size=3), 5)
+        shares.append(list(read))
+    read.clear()
+    _take(PretrainingBatches(dynamic, batch_size=12, seed=1), 5)
+    assert all(len(share) == 20 for share in shares)
+    assert len(set(shares[0]) | set(shares[1]) | set(shares[2])) == 60  # 5 batches of 12, within one epoch here
+    assert sorted(shares[0] + shares[1] + shares[2]) == sorted(read)
+
+
 def test_dynamic_masks_change_with_epoch_and_seed_but_not_order(dynamic):
     n = len(list(read_examples(dynamic)))
     reader = PretrainingBatches(dynamic, batch_size=n, seed=2)

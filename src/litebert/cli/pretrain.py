@@ -22,7 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--config", metavar="FILE", help="JSON job: preset, model, train, data, data_dir, ...")
     p.add_argument("--out", metavar="RUN_DIR", default="runs/default", help="run directory (default: %(default)s)")
-    p.add_argument("--resume", action="store_true", help="continue RUN_DIR from its newest complete checkpoint")
+    p.add_argument(
+        "--resume", nargs="?", const=True, default=False, choices=("auto",),
+        help="continue RUN_DIR from its newest complete checkpoint; --resume auto: start the job, or continue it "
+        "when RUN_DIR holds the same job (the one command to run again after any interruption)",
+    )  # fmt: skip
     # Flags given override the --config file's fields, and on --resume the run's saved training settings.
     add_config_flags(p, PretrainJob, title="the job (PretrainJob, over the --config file's)")
     p.set_defaults(func=_pretrain)
@@ -53,12 +57,12 @@ def job_from_args(args: argparse.Namespace) -> tuple[PretrainJob, dict]:
     train, read = values.pop("train", {}), values.pop("read", {})
     read_flags = [option_of(_JOB_FLAGS, "read", k) for k in read]
     fixed = [option_of(_JOB_FLAGS, k) for k in values if k != "data_dir"] + read_flags
-    if args.resume and fixed:
+    if args.resume is True and fixed:
         raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
                          "cannot change them (start a new run with --init-from RUN_DIR/model instead)")  # fmt: skip
     job = PretrainJob.from_json(args.config) if args.config else PretrainJob()
     file_train: dict = {}
-    if args.resume and args.config:  # the run keeps its model and data; a config file may change training only
+    if args.resume is True and args.config:  # the run keeps its model and data; a config file may change training only
         raw = read_json(args.config)
         extra = sorted(set(raw) - {"train", "data_dir"})
         if extra:
