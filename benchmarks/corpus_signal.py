@@ -6,7 +6,8 @@ review snippet becomes the mean of its words' unit vectors, and logistic regress
 seeded split as benchmarks/finetune_results.py with three feature sets: the bag of words alone (what the
 labelled snippets teach by themselves), the corpus vectors alone, and both. If the vectors add nothing to the
 bag of words, the corpus's word statistics hold no sentiment knowledge beyond the labelled data, and a model
-pretrained on it has none to transfer either (issue 6). The L2 penalty is chosen on dev; test is scored once.
+pretrained on it has none to transfer either (docs/benchmarks.md, fine-tuning). The L2 penalty is chosen on dev;
+test is scored once.
 
     python benchmarks/corpus_signal.py --out /tmp/signal              # the packaged Moby-Dick, then + SOTU
     python benchmarks/corpus_signal.py --out /tmp/signal --corpus my_corpus/ --corpus other.txt

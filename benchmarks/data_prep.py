@@ -40,7 +40,8 @@ def _tokenizer(path: str | None, vocab_size: int) -> Path:
 
 
 def _repeated_corpus(root: Path, repeats: int) -> Path:
-    """``repeats`` copies of the corpora as symlinks: the build streams the text that many times."""
+    """``repeats`` copies of the corpora as symlinks (read with follow_links: they lead out of the corpus
+    directory): the build streams the text that many times."""
     out = root / f"corpus_x{repeats}"
     for r in range(repeats):
         for source in SOURCES:
@@ -60,7 +61,7 @@ def _child(args: argparse.Namespace) -> None:
                         examples_per_shard=args.examples_per_shard)  # fmt: skip
     start, cpu0 = time.perf_counter(), time.process_time()
     manifest = build([args.corpus], args.tokenizer, args.out, config, workers=args.workers,
-                     read_config=ReadConfig(documents="file"), progress=False)  # fmt: skip
+                     read_config=ReadConfig(documents="file", follow_links=True), progress=False)  # fmt: skip
     wall = time.perf_counter() - start
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     result = {
@@ -100,7 +101,7 @@ def _profile(tokenizer: Path, corpus: Path) -> None:
     tok = Tokenizer.load(tokenizer)
     vocab = Vocab.from_tokenizer(tok)
     t = clock()
-    docs = list(read_documents([corpus], config=ReadConfig(documents="file", split=False)))
+    docs = list(read_documents([corpus], config=ReadConfig(documents="file", split=False, follow_links=True)))
     stages["read files"], t = clock() - t, clock()
     docs = [[s for p in d for s in split_sentences(p)] for d in docs]
     stages["sentence split (text.py)"], t = clock() - t, clock()

@@ -25,10 +25,10 @@ def test_the_model_snippet_runs(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_pipeline_snippet_runs(tmp_path, monkeypatch, shared_data):
-    chapters = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:9]
+def test_the_pipeline_snippet_runs(tmp_path, monkeypatch, moby_dick, labeled):
+    chapters = sorted(moby_dick.glob("chapter_*.txt"))[:9]
     (tmp_path / "corpus.txt").write_text("\n".join(p.read_text() for p in chapters))
-    with bz2.open(shared_data / "labeled" / "rotten_tomatoes.csv.bz2", "rt", encoding="utf-8") as f:
+    with bz2.open(labeled / "rotten_tomatoes.csv.bz2", "rt", encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(f) if r["category"] in ("fresh", "rotten")][:260]
     for name, part in (("train.tsv", rows[:200]), ("dev.tsv", rows[200:])):
         lines = [" ".join(r["text"].split())[:300] + "\t" + r["category"] for r in part]

@@ -13,8 +13,8 @@ from litebert.text import ReadConfig
 
 
 @pytest.fixture(scope="module")
-def dynamic(shared_data, tokenizer_dir, tmp_path_factory) -> Path:
-    files = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:12]
+def dynamic(moby_dick, tokenizer_dir, tmp_path_factory) -> Path:
+    files = sorted(moby_dick.glob("chapter_*.txt"))[:12]
     config = DataConfig(max_seq_length=64, masking="dynamic", examples_per_shard=100, window_chars=30_000,
                         eval_fraction=0.2)  # fmt: skip
     out = tmp_path_factory.mktemp("dyn") / "data"
@@ -66,6 +66,26 @@ def test_ranks_get_disjoint_slices_of_each_global_batch(dynamic):
             assert torch.equal(whole[b][key], torch.cat([parts[r][b][key] for r in range(3)]))
 
 
+def test_each_rank_reads_only_the_examples_of_its_slices(dynamic, monkeypatch):
+    """On a shared filesystem every rank reads its own share: no example is read by two ranks, and together they
+    read what one process would."""
+    from litebert.data.shards import ShardSet
+
+    read: list[int] = []
+    example = ShardSet.example
+    monkeypatch.setattr(ShardSet, "example", lambda self, index: read.append(index) or example(self, index))
+    shares = []
+    for rank in range(3):
+        read.clear()
+        _take(PretrainingBatches(dynamic, batch_size=4, seed=1, rank=rank, world_size=3), 5)
+        shares.append(list(read))
+    read.clear()
+    _take(PretrainingBatches(dynamic, batch_size=12, seed=1), 5)
+    assert all(len(share) == 20 for share in shares)
+    assert len(set(shares[0]) | set(shares[1]) | set(shares[2])) == 60  # 5 batches of 12, within one epoch here
+    assert sorted(shares[0] + shares[1] + shares[2]) == sorted(read)
+
+
 def test_dynamic_masks_change_with_epoch_and_seed_but_not_order(dynamic):
     n = len(list(read_examples(dynamic)))
     reader = PretrainingBatches(dynamic, batch_size=n, seed=2)
@@ -104,12 +124,12 @@ def test_eval_is_one_finite_pass(dynamic):
     assert all(torch.equal(x["masked_positions"], y["masked_positions"]) for x, y in zip(batches, again, strict=True))
 
 
-def test_an_epoch_visits_every_example_once_and_a_batch_mixes_many_shards(shared_data, tokenizer_dir, tmp_path):
+def test_an_epoch_visits_every_example_once_and_a_batch_mixes_many_shards(moby_dick, tokenizer_dir, tmp_path):
     # Shard by shard, a batch held the examples of one shard, one part of one window: a text's dupe_factor
     # copies sat in the same batches. Blocks of BLOCK_SHARDS shards are shuffled as one.
     from litebert.data.collate import BLOCK_SHARDS
 
-    files = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:6]
+    files = sorted(moby_dick.glob("chapter_*.txt"))[:6]
     config = DataConfig(max_seq_length=64, examples_per_shard=20, window_chars=20_000, dupe_factor=2)
     build(files, tokenizer_dir, tmp_path, config, read_config=ReadConfig(documents="file"), progress=False)
     batches = PretrainingBatches(tmp_path, batch_size=32, seed=3)

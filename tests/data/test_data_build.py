@@ -48,8 +48,8 @@ def _same_tree(a: Path, b: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def corpus(shared_data) -> list[Path]:
-    return sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:30]
+def corpus(moby_dick) -> list[Path]:
+    return sorted(moby_dick.glob("chapter_*.txt"))[:30]
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +135,8 @@ def test_interrupted_build_resumes_to_identical_bytes(built, corpus, tokenizer_d
         build(corpus, tokenizer_dir, out, _config(), read_config=PER_FILE, progress=False)
 
 
-def test_tokenizer_checksum_mismatch_is_refused(built, shared_data, tmp_path):
-    other = train_tokenizer(sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:5], tmp_path / "t",
+def test_tokenizer_checksum_mismatch_is_refused(built, moby_dick, tmp_path):
+    other = train_tokenizer(sorted(moby_dick.glob("chapter_*.txt"))[:5], tmp_path / "t",
                             vocab_size=400)  # fmt: skip
     with pytest.raises(ValueError, match="sha256"):
         PretrainingBatches(built, batch_size=4, tokenizer=other)

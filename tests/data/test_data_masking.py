@@ -17,10 +17,9 @@ def tok(tokenizer_dir) -> Tokenizer:
 
 
 @pytest.fixture(scope="module")
-def examples(shared_data, tok):
+def examples(moby_dick, corpora, tok):
     """Real SOP examples of 512 (the official length): Moby-Dick plus a few State of the Union addresses."""
-    corpora = shared_data / "corpora"
-    files = sorted((corpora / "moby-dick").glob("chapter_*.txt")) + sorted((corpora / "sotu").glob("*.txt"))[:40]
+    files = sorted(moby_dick.glob("chapter_*.txt")) + sorted((corpora / "sotu").glob("*.txt"))
     docs = Documents.from_lists(
         [tok.encode_batch(d) for d in read_documents(files, config=ReadConfig(documents="file"))]
     )

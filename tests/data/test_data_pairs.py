@@ -14,10 +14,10 @@ CLS, SEP = 2, 3
 
 
 @pytest.fixture(scope="module")
-def docs(shared_data, tokenizer_dir) -> Documents:
+def docs(moby_dick, tokenizer_dir) -> Documents:
     """60 Moby-Dick chapters (one document each), tokenized sentence by sentence."""
     tok = Tokenizer.load(tokenizer_dir)
-    files = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:60]
+    files = sorted(moby_dick.glob("chapter_*.txt"))[:60]
     raw = list(read_documents(files, config=ReadConfig(documents="file")))
     return Documents.from_lists([tok.encode_batch(d) for d in raw])
 

@@ -17,9 +17,9 @@ CONFIG = DataConfig(max_seq_length=32, dupe_factor=1, examples_per_shard=64, eva
 
 
 @pytest.fixture(scope="module")
-def small(shared_data, tokenizer_dir, tmp_path_factory) -> tuple[list[Path], Path]:
+def small(moby_dick, tokenizer_dir, tmp_path_factory) -> tuple[list[Path], Path]:
     """A corpus of two chapters and its statically masked data (a few shards of 64 examples)."""
-    corpus = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:2]
+    corpus = sorted(moby_dick.glob("chapter_*.txt"))[:2]
     out = tmp_path_factory.mktemp("shards") / "data"
     build(corpus, tokenizer_dir, out, CONFIG, progress=False)
     return corpus, out

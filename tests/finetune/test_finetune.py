@@ -335,7 +335,7 @@ def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, c
         ft_cfg(tmp_path, task="classification", train=data, dev=data, weight_decay=-3.0)
     for bad, message in ((dict(lr="1e-4"), "lr must be float, got '1e-4'"), (dict(seed="0"), "seed must be int"),
                          (dict(seed=-1), r"seed must be an integer in \[0, 2\*\*63\), got -1"),
-                         (dict(optimizer="sgd"), r"optimizer must be one of \('lamb', 'adamw'\), got 'sgd'"),
+                         (dict(optimizer="sgd"), r"optimizer must be one of \('lamb', 'adamw', .*got 'sgd'"),
                          (dict(text_columns=[1]), r"text_columns must be column names, got \(1,\)")):  # fmt: skip
         with pytest.raises(ValueError, match="FinetuneConfig." + message):
             ft_cfg(tmp_path, task="classification", train=data, dev=data, **bad)

@@ -31,8 +31,8 @@ def test_embed_writes_the_path_it_reports_and_refuses_a_directory(model_dir, tmp
     assert not (tmp_path / "dir.npy").exists() and not any((tmp_path / "dir").iterdir())
 
 
-def test_embed_refuses_a_tokenizer_of_another_size_than_the_model(model_dir, shared_data, tmp_path, capsys):
-    chapters = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:4]
+def test_embed_refuses_a_tokenizer_of_another_size_than_the_model(model_dir, moby_dick, tmp_path, capsys):
+    chapters = sorted(moby_dick.glob("chapter_*.txt"))[:4]
     smaller = train_tokenizer(chapters, tmp_path / "smaller", vocab_size=400)  # another tokenizer altogether
     grown, _ = add_words(model_dir, ["harpooneerz"], tmp_path / "grown")  # the model's, one piece longer
     (tmp_path / "in.txt").write_text("Call me Ishmael.\n")  # no new word: the grown one would run without an error

@@ -1,4 +1,4 @@
-"""Parameter counts equal the official code's exactly (PAPER.md section 2) for presets and ablations."""
+"""Parameter counts equal the official code's exactly (docs/paper.md §2) for presets and ablations."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ def _paragraphs(path: Path) -> list[list[str]]:
 
 @pytest.mark.parametrize("name", ["split_en.txt", "split_ko.txt"])
 def test_splitter_matches_hand_checked_sample(name):
-    # Real paragraphs from ../shared/data (State of the Union, Moby-Dick, the Korean constitution and bills),
+    # Real paragraphs of the test corpora (State of the Union, Moby-Dick, the Korean constitution and bills),
     # one expected sentence per line; the input is the paragraph they make.
     paragraphs = _paragraphs(FIXTURES / name)
     assert sum(map(len, paragraphs)) >= 25
@@ -31,10 +31,9 @@ def test_splitter_matches_hand_checked_sample(name):
         assert split_sentences(" ".join(expected)) == expected
 
 
-def test_fixture_sentences_are_real_text(shared_data):
-    corpus = " ".join(
-        " ".join(p.read_text(encoding="utf-8").split()) for p in sorted((shared_data / "corpora").rglob("*.txt"))
-    )
+def test_fixture_sentences_are_real_text(corpora, moby_dick):
+    files = sorted(corpora.rglob("*.txt")) + sorted(moby_dick.glob("chapter_*.txt"))
+    corpus = " ".join(" ".join(p.read_text(encoding="utf-8").split()) for p in files)
     for name in ("split_en.txt", "split_ko.txt"):
         for para in _paragraphs(FIXTURES / name):
             assert para[0] in corpus or para[0].startswith(("초등학교", "지방공무원법", "② 공무원이"))
@@ -168,8 +167,8 @@ def test_jsonl_nul_escapes_are_removed_as_nul_bytes_are(tmp_path):
     assert list(read_documents(tmp_path / "out.txt")) == [["Has a NUL.", "Fine."], ["xy."]]
 
 
-def test_korean_constitution_crlf(shared_data):
-    path = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
+def test_korean_constitution_crlf(corpora):
+    path = corpora / "ko" / "kolaw_constitution.txt"
     report = TextReport()
     docs = list(read_documents([path], report=report))
     sents = [s for d in docs for s in d]
@@ -422,10 +421,10 @@ def test_multibyte_characters_across_chunk_boundaries(tmp_path):
     assert docs == [["대한민국은 민주공화국이다."] * 500]
 
 
-def test_prepare_cli_writes_official_format(tmp_path, shared_data, capsys):
+def test_prepare_cli_writes_official_format(tmp_path, corpora, moby_dick, capsys):
     out = tmp_path / "out" / "corpus.txt"
-    ko = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
-    md = shared_data / "corpora" / "moby-dick" / "chapter_1.txt"
+    ko = corpora / "ko" / "kolaw_constitution.txt"
+    md = moby_dick / "chapter_1.txt"
     assert main(["text", "prepare", str(ko), str(md), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     report = prepare([ko, md], tmp_path / "again.txt")

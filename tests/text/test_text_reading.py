@@ -32,17 +32,20 @@ def test_join_lines_joins_the_wrapped_lines_of_a_json_record(tmp_path):
     ]  # fmt: skip
 
 
-def test_a_linked_directory_inside_a_corpus_directory_is_read(tmp_path):
+def test_a_linked_directory_inside_a_corpus_directory_is_read_with_follow_links(tmp_path):
     # os.walk does not enter a symbolic link to a directory: its files were left out without a word, though a
-    # linked file, or the linked directory given itself, was read.
+    # linked file, or the linked directory given itself, was read. A link that leads out of the directory given
+    # is followed only when asked (see tests/text/test_text_links.py).
     (tmp_path / "books").mkdir()
     (tmp_path / "books" / "a.txt").write_text("A book.\n")
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "b.txt").write_text("Own text.\n")
     (tmp_path / "corpus" / "linked").symlink_to(tmp_path / "books", target_is_directory=True)
     (tmp_path / "corpus" / "loop").symlink_to(tmp_path / "corpus", target_is_directory=True)  # read once
-    assert iter_files(tmp_path / "corpus") == [tmp_path / "corpus" / "b.txt", tmp_path / "corpus" / "linked" / "a.txt"]
-    assert list(read_documents(tmp_path / "corpus")) == [["Own text."], ["A book."]]
+    both = [tmp_path / "corpus" / "b.txt", tmp_path / "corpus" / "linked" / "a.txt"]
+    assert iter_files(tmp_path / "corpus", follow_links=True) == both
+    config = ReadConfig(follow_links=True)
+    assert list(read_documents(tmp_path / "corpus", config=config)) == [["Own text."], ["A book."]]
 
 
 def test_a_long_line_with_many_invalid_bytes_is_read_in_linear_time(tmp_path):

@@ -31,9 +31,9 @@ from litebert.tokenizer.train import train_tokenizer
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 
-def _lines(shared_data, pattern: str) -> list[str]:
+def _lines(root, pattern: str) -> list[str]:
     lines = []
-    for path in sorted((shared_data / "corpora").glob(pattern)):
+    for path in sorted(root.glob(pattern)):
         lines += path.read_text(encoding="utf-8").splitlines()  # the constitution's CRLF included
     return lines
 
@@ -44,16 +44,16 @@ def tok(tokenizer_dir) -> Tokenizer:
 
 
 @pytest.fixture(scope="module")
-def corpus_lines(shared_data) -> dict[str, list[str]]:
+def corpus_lines(moby_dick, corpora) -> dict[str, list[str]]:
     return {
-        "moby": _lines(shared_data, "moby-dick/chapter_*.txt"),
-        "ko": _lines(shared_data, "ko/*.txt") + _lines(shared_data, "ko/kobill/*.txt"),
+        "moby": _lines(moby_dick, "chapter_*.txt"),
+        "ko": _lines(corpora, "ko/*.txt") + _lines(corpora, "ko/kobill/*.txt"),
     }
 
 
 def _official_preprocess(text: str) -> str:
     """tokenization.preprocess_text (lower=True, keep_accents=False) plus NFC, with Hangul compatibility jamo
-    (ㅋ, and ㆍ used as a middle dot) kept as written, the slow way."""
+    (ㅋ, and ㆍ used as a middle dot) kept as written, and transformers' ``/'' -> " rule, the slow way."""
     text = " ".join(text.strip().split()).replace("``", '"').replace("''", '"')
     nfkd = (c if 0x3131 <= ord(c) <= 0x318E else unicodedata.normalize("NFKD", c) for c in text)
     text = "".join(c for c in "".join(nfkd) if not unicodedata.combining(c))
@@ -95,10 +95,26 @@ def test_normalizer_is_the_official_one_with_nfc(corpus_lines):
         assert norm(line) == _official_preprocess(line)
 
 
-def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_dir, tok, corpus_lines, shared_data):
+def test_the_quote_rule_is_transformers_not_the_official_codes(tokenizer_dir):
+    # The official preprocess_text (tokenization.py) has no ``/'' rule, and the official vocabulary's nmt_nfkc
+    # normalisation keeps both quotes; transformers' AlbertTokenizer (after XLNet's preprocess_text) replaces them,
+    # and so does litebert, so that its ids are transformers'.
+    def official(text: str) -> str:  # tokenization.preprocess_text(text, lower=True), as released
+        text = unicodedata.normalize("NFKD", " ".join(text.strip().split()))
+        return "".join(c for c in text if not unicodedata.combining(c)).lower()
+
+    text = "He said ``Café'' and ''no'' twice."
+    assert official(text) == "he said ``cafe'' and ''no'' twice."
+    assert Normalizer()(text) == 'he said "cafe" and "no" twice.'
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.AlbertTokenizer(vocab_file=str(tokenizer_dir / "spiece.model"))
+    assert " ".join(hf.backend_tokenizer.normalizer.normalize_str(text).split()) == Normalizer()(text)
+
+
+def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_dir, tok, corpus_lines, corpora):
     transformers = pytest.importorskip("transformers")
     hf = transformers.AutoTokenizer.from_pretrained(tokenizer_dir)
-    sotu = [s for doc in read_documents(sorted((shared_data / "corpora" / "sotu").glob("18*.txt"))[:20]) for s in doc]
+    sotu = [s for doc in read_documents(sorted((corpora / "sotu").glob("18*.txt"))) for s in doc]
     for name, lines in [*corpus_lines.items(), ("sotu sentences", sotu)]:
         ours = tok.encode_batch(lines)
         theirs = hf(lines, add_special_tokens=False)["input_ids"]
@@ -148,9 +164,9 @@ def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_d
     assert tok.encode("Call me [MASK]") == [*tok.encode("Call me"), tok.mask_id]
 
 
-def test_a_tokenizer_keeping_accents_still_composes_decomposed_hangul(tmp_path, shared_data):
+def test_a_tokenizer_keeping_accents_still_composes_decomposed_hangul(tmp_path, corpora):
     transformers = pytest.importorskip("transformers")
-    corpus = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
+    corpus = corpora / "ko" / "kolaw_constitution.txt"
     tok = train_tokenizer([corpus], tmp_path / "keep", config=TrainConfig(vocab_size=600, strip_accents=False))
     lines = [line for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()][:120]
     nfd = [unicodedata.normalize("NFD", line) for line in lines]  # as macOS writes Korean file names and text
@@ -183,9 +199,9 @@ def test_korean_is_not_lost(tok, corpus_lines):
     assert exact > 0.95 * len(lines)
 
 
-def test_digit_comma_split(tok, tokenizer_dir, shared_data):
+def test_digit_comma_split(tok, tokenizer_dir, corpora):
     assert not any(re.search(r"\d,$", p) and not tok.sp.is_unused(i) for i, p in enumerate(tok.pieces))
-    for line in _lines(shared_data, "sotu/18*.txt")[:20]:
+    for line in _lines(corpora, "sotu/18*.txt")[:20]:
         for ids in tok.encode_batch([s for s in re.findall(r"[^ ]*\d,[^ ]*", line)]):
             assert not any(re.search(r"\d,$", tok.id_to_piece(i)) for i in ids)
     # A foreign model (as the official ALBERT vocab) holding "▁1990,": the official re-split applies.
@@ -244,7 +260,7 @@ def test_offsets_point_into_the_original_text(tok, corpus_lines):
                 assert tok.normalize(text[s:e]) == tok.id_to_piece(i).lstrip("▁"), (text, i, s, e)
 
 
-def test_sampled_training_is_reproducible_across_processes(tmp_path, shared_data):
+def test_sampled_training_is_reproducible_across_processes(tmp_path, moby_dick):
     import random
     import subprocess
     import sys
@@ -256,7 +272,7 @@ def test_sampled_training_is_reproducible_across_processes(tmp_path, shared_data
     for seed in range(2000):
         counts[[int(x) for x in sample_sentences(iter(map(str, range(20))), 5, random.Random(seed))]] += 1
     assert counts.sum() == 10_000 and np.abs(counts / 2000 - 0.25).max() < 0.05  # each kept with p = 5/20
-    chapters = sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:20]
+    chapters = sorted(moby_dick.glob("chapter_*.txt"))[:20]
     script = (  # a fresh interpreter each time: sentencepiece's own sample changed from process to process
         "import sys; from litebert.tokenizer.train import TokenizerTrainConfig as TrainConfig, train_tokenizer; "
         "train_tokenizer(sys.argv[2:], sys.argv[1], config=TrainConfig(vocab_size=400, input_sentence_size=300))"
@@ -268,8 +284,8 @@ def test_sampled_training_is_reproducible_across_processes(tmp_path, shared_data
     assert models[0] == models[1]
 
 
-def test_train_cli_and_errors(tmp_path, shared_data, capsys):
-    ko = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
+def test_train_cli_and_errors(tmp_path, corpora, capsys):
+    ko = corpora / "ko" / "kolaw_constitution.txt"
     out = tmp_path / "tok"
     assert main(["tokenizer", "train", str(ko), "--vocab-size", "600", "--out", str(out), "--cased"]) == 0
     assert "vocab 600" in capsys.readouterr().out
@@ -427,10 +443,8 @@ def test_words_added_in_several_calls_stay_whole_and_errors_name_the_line(tokeni
             add_words(tokenizer_dir, words, tmp_path / "bad")
 
 
-def test_a_tokenizer_is_never_written_over_a_model_or_the_tokenizer_it_extends(
-    model_dir, shared_data, tmp_path, capsys
-):
-    ko = shared_data / "corpora" / "ko" / "kolaw_constitution.txt"
+def test_a_tokenizer_is_never_written_over_a_model_or_the_tokenizer_it_extends(model_dir, corpora, tmp_path, capsys):
+    ko = corpora / "ko" / "kolaw_constitution.txt"
     model, words = tmp_path / "model", tmp_path / "words.txt"
     words.write_text("harpooneerz\n")
     shutil.copytree(model_dir, model)  # config.json + model.safetensors + its 3,000-piece tokenizer
@@ -496,7 +510,7 @@ def test_resize_model_vocab_keeps_outputs(tokenizer_dir, tok, tmp_path):
 
 def test_why_the_directory_names_a_fast_tokenizer(tokenizer_dir, tok, corpus_lines, tmp_path):
     # transformers' AlbertTokenizer rebuilds NFKD + StripAccents with no recomposition from spiece.model alone:
-    # Korean syllables fall apart into jamo and become <unk> (PAPER.md §4). The files written here avoid that.
+    # Korean syllables fall apart into jamo and become <unk> (docs/paper.md §4). The files written here avoid that.
     transformers = pytest.importorskip("transformers")
     (tmp_path / "spiece.model").write_bytes((tokenizer_dir / "spiece.model").read_bytes())
     albert = transformers.AlbertTokenizer.from_pretrained(tmp_path)
@@ -507,7 +521,7 @@ def test_why_the_directory_names_a_fast_tokenizer(tokenizer_dir, tok, corpus_lin
     assert unk_rate(theirs) > 0.2 and unk_rate(ours) < 0.005
 
 
-def test_foreign_model_with_sentencepiece_normaliser(tmp_path, corpus_lines, shared_data):
+def test_foreign_model_with_sentencepiece_normaliser(tmp_path, corpus_lines):
     # A model trained by sentencepiece directly with its default nmt_nfkc rule, like the official ALBERT vocab:
     # litebert applies its Normalizer and then the model's own rule; the tokenizer.json does the same.
     import io

@@ -1,4 +1,5 @@
-"""LAMB against a hand-computed step (PAPER.md section 5), AdamW groups and the learning-rate schedule."""
+"""LAMB and the official fine-tuning Adam against hand-computed steps (docs/paper.md §5 and §7), AdamW groups and
+the learning-rate schedule."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import pytest
 import torch
 from torch import nn
 
-from litebert.train.optim import Lamb, build_optimizer, is_excluded, lr_schedule
+from litebert.cli import build_parser
+from litebert.cli.flags import config_flags, given
+from litebert.finetune import FinetuneConfig
+from litebert.train import PretrainJob
+from litebert.train.config import OPTIMIZERS
+from litebert.train.optim import AdamWeightDecay, Lamb, build_optimizer, is_excluded, lr_schedule
 
 
 class Toy(nn.Module):
@@ -223,3 +229,89 @@ def test_lamb_withholds_a_step_flagged_found_inf_moments_included() -> None:
             plain.step()
     # the two unflagged steps equal plain LAMB's two steps, bit for bit
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), guarded.parameters(), strict=True))
+
+
+def _hand_adam_wd(w, g, m, v, *, lr, wd, excluded, b1=0.9, b2=0.999, eps=1e-6):
+    """One step of the official AdamWeightDecayOptimizer (optimization.py), numpy float64: no bias correction,
+    eps outside the square root, decoupled decay inside the update, all of it times lr."""
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    u = m / (np.sqrt(v) + eps)
+    if not excluded:
+        u = u + wd * w
+    return w - lr * u, m, v
+
+
+def _check_official_steps(path: str, device: str, dtype: torch.dtype, rtol: float) -> None:
+    torch.manual_seed(0)
+    model = Toy().to(device, dtype)
+    with torch.no_grad():
+        model.LayerNorm.weight.uniform_(0.5, 1.5)
+        model.LayerNorm.bias.uniform_(-0.5, 0.5)
+    opt = build_optimizer(model, name="adamw_official", lr=0.1, weight_decay=0.3)
+    for group in opt.param_groups:  # torch's three implementations of the same update, each checked
+        group["foreach"], group["fused"] = path == "foreach", path == "fused"
+    named = dict(model.named_parameters())
+    ref = {n: (p.detach().cpu().double().numpy(), 0.0, 0.0) for n, p in named.items()}
+    rng = np.random.default_rng(0)
+    for step in range(6):  # m and v carry over; the bias corrections would grow ever closer to 1
+        # Gradients of 1e-6 first: sqrt(v) is then below eps, so eps's place (outside the root) decides the step.
+        grads = {n: rng.normal(size=tuple(p.shape)) * (1e-6 if step < 3 else 1.0) for n, p in named.items()}
+        for n, p in named.items():
+            p.grad = torch.from_numpy(grads[n]).to(device, dtype)
+            w, m, v = ref[n]
+            ref[n] = _hand_adam_wd(w, p.grad.cpu().double().numpy(), m, v, lr=0.1, wd=0.3, excluded=is_excluded(n))
+        opt.step()
+        for n, p in named.items():
+            got = p.detach().cpu().double().numpy()
+            np.testing.assert_allclose(got, ref[n][0], rtol=rtol, atol=rtol / 100, err_msg=f"{n} {step}")
+    groups = {g["weight_decay"]: sorted(g["param_names"]) for g in opt.param_groups}
+    assert groups == {0.3: ["dense.weight"], 0.0: ["LayerNorm.bias", "LayerNorm.weight", "dense.bias"]}
+
+
+@pytest.mark.parametrize("path", ["single", "foreach", "fused"])
+def test_adamw_official_matches_hand_computed_steps(path: str) -> None:
+    _check_official_steps(path, "cpu", torch.float64, rtol=1e-13)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("path", ["foreach", "fused"])
+def test_adamw_official_on_cuda_matches_hand_computed_steps(path: str) -> None:
+    _check_official_steps(path, "cuda", torch.float32, rtol=1e-5)  # float32 against the float64 reference
+
+
+def test_adamw_official_first_step_is_3x_torch_adamw_and_resumes_without_bias_correction() -> None:
+    # torch's bias-corrected first step is lr * g / |g|; the official one lr * 0.1 g / (sqrt(0.001) |g|) = 3.16x.
+    moved = {}
+    for name in ("adamw", "adamw_official"):
+        torch.manual_seed(0)
+        model = Toy()
+        before = model.dense.weight.detach().clone()
+        opt = build_optimizer(model, name=name, lr=1e-3, weight_decay=0.0)
+        model.dense.weight.grad = torch.ones_like(model.dense.weight)
+        opt.step()
+        moved[name] = (before - model.dense.weight.detach()).abs().mean().item()
+    assert moved["adamw_official"] / moved["adamw"] == pytest.approx(0.1 / math.sqrt(0.001), rel=1e-4)
+    # State saved by torch's AdamW (a true count of 3) loads with the count held again: no correction creeps in.
+    model = Toy()
+    source = build_optimizer(model, name="adamw", lr=1e-3, weight_decay=0.01)
+    for _ in range(3):
+        for p in model.parameters():
+            p.grad = torch.ones_like(p)
+        source.step()
+    opt = build_optimizer(model, name="adamw_official", lr=1e-3, weight_decay=0.01)
+    opt.load_state_dict(source.state_dict())
+    assert {float(s["step"]) for s in opt.state.values()} == {torch.finfo(torch.float32).max}
+    with pytest.raises(ValueError, match="no amsgrad"):
+        AdamWeightDecay(model.parameters(), amsgrad=True)
+
+
+def test_the_optimizer_flags_offer_every_optimizer_and_finetune_defaults_to_the_official_one() -> None:
+    parser = build_parser()
+    need = ["--task", "classification", "--train", "t", "--dev", "d", "--init", "i", "--out", "o"]
+    assert FinetuneConfig(task="classification", train="t", dev="d", init="i", out="o").optimizer == "adamw_official"
+    for name in OPTIMIZERS:
+        args = parser.parse_args(["finetune", *need, "--optimizer", name])
+        assert given(args, config_flags(FinetuneConfig))["optimizer"] == name
+        args = parser.parse_args(["pretrain", "--optimizer", name])
+        assert given(args, config_flags(PretrainJob))["train"]["optimizer"] == name

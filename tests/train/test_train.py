@@ -208,7 +208,7 @@ def test_steps_without_pair_labels_leave_the_pooler_and_pair_head_alone(tmp_path
                 yield {**batch, "sentence_order_label": torch.full_like(batch["sentence_order_label"], -100)}
 
     mc = model_config()
-    for optimizer in ("lamb", "adamw"):
+    for optimizer in ("lamb", "adamw", "adamw_official"):  # each resumes exactly, too
         cfg = train_config(max_steps=4, lr=1e-2, optimizer=optimizer)
 
         def source(stop: int | None = None) -> Interrupted:

@@ -19,8 +19,8 @@ TINY = {"num_layers": 2, "hidden_size": 32, "embedding_size": 16, "intermediate_
 
 
 @pytest.fixture(scope="module")
-def chapters(shared_data: Path) -> list[Path]:
-    return sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:8]
+def chapters(moby_dick: Path) -> list[Path]:
+    return sorted(moby_dick.glob("chapter_*.txt"))[:8]
 
 
 @pytest.fixture(scope="module")
@@ -132,13 +132,13 @@ def test_a_run_killed_before_its_first_checkpoint_or_before_its_model(
     ]
 
 
-def test_pretrain_reads_a_corpus_as_text_prepare_would(tmp_path: Path, shared_data: Path, capsys) -> None:  # noqa: ANN001
+def test_pretrain_reads_a_corpus_as_text_prepare_would(tmp_path: Path, corpora: Path, capsys) -> None:  # noqa: ANN001
     """The Korean bills: one document per file, wrapped lines with blank lines between them."""
     run = tmp_path / "run"
     config = tmp_path / "job.json"
     read = {"documents": "file", "blank_lines_wrap": True}  # a config file's read section, and a flag over it
     config.write_text(json.dumps({"model": TINY, "data": {"eval_fraction": 0.3, "max_seq_length": 64}, "read": read}))
-    bills = sorted((shared_data / "corpora" / "ko" / "kobill").glob("*.txt"))[:6]
+    bills = sorted((corpora / "ko" / "kobill").glob("*.txt"))[:6]
     args = ["pretrain", "--config", str(config), "--corpus", *map(str, bills), "--join-lines", "--vocab-size",
             "700", "--out", str(run), *FAST]  # fmt: skip
     assert main(args) == 0
@@ -311,9 +311,9 @@ def test_bad_paths_are_named_and_leave_nothing_behind(tmp_path: Path, data_dir: 
         assert "'fp16' needs a CUDA device" in capsys.readouterr().err and not run.exists()
 
 
-def test_a_corpus_run_is_refused_before_its_tokenizer_and_data_are_made(tmp_path: Path, shared_data: Path,
+def test_a_corpus_run_is_refused_before_its_tokenizer_and_data_are_made(tmp_path: Path, moby_dick: Path,
                                                                        capsys) -> None:  # noqa: ANN001  # fmt: skip
-    corpus = str(shared_data / "corpora" / "moby-dick" / "chapter_1.txt")
+    corpus = str(moby_dick / "chapter_1.txt")
     bad_model = tmp_path / "job.json"
     bad_model.write_text(json.dumps({"model": {"hidden_size": 30, "num_heads": 4}}))
     refusals = {

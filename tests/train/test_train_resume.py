@@ -20,8 +20,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:resuming .* with changed setting
 
 
 @pytest.fixture(scope="module")
-def chapters(shared_data: Path) -> list[Path]:
-    return sorted((shared_data / "corpora" / "moby-dick").glob("chapter_*.txt"))[:6]
+def chapters(moby_dick: Path) -> list[Path]:
+    return sorted(moby_dick.glob("chapter_*.txt"))[:6]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """The `litebert` command line: one argparse subcommand per pipeline step, each calling one library function.
 
 Each submodule owns the subcommands of one concern and exposes `register(subparsers)`; the handlers only
-turn arguments into configs and call the library, so everything a command does is testable without it.
+turn arguments into configs and call the library, so everything a command does is testable without it. The flags
+of a config's fields (their type, help and default) are generated from its dataclass by `flags.py`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import sys
 import warnings
 
+from litebert.io import DiskFullError, is_disk_full
 from litebert.model.allocator import keep_freed_memory
 
 # Order is the order of the pipeline: text -> tokenizer -> data -> pretrain -> fine-tune, plus model tools.
@@ -33,10 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = lambda message, category, *_: f"litebert {args.command}: warning: {message}\n"
     try:
         return int(args.func(args) or 0)
-    except (ValueError, OSError, KeyError) as exc:  # OSError: a path that cannot be read or written
+    # OSError: a path that cannot be read or written; ImportError: an optional extra missing (its message says which)
+    except (ValueError, OSError, KeyError, ImportError) as exc:
         # User errors carry a message naming the file/field; a traceback would only hide it. Under torchrun
         # each rank says which it is: most errors are the same everywhere, but one rank may meet its own.
         rank = os.environ.get("RANK", "0")
+        if is_disk_full(exc) and not isinstance(exc, DiskFullError):  # a writer that did not name it: said alike
+            exc = DiskFullError(getattr(exc, "filename", None) or "a file")
         print(f"litebert {args.command}: error{f' (rank {rank})' if rank != '0' else ''}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C: no traceback; what was finished is kept (builds and runs resume)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from litebert.cli.flags import add_config_flags, config_flags, given
 from litebert.cli.text import add_read_options, read_config_from
+from litebert.data import DataConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,21 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("corpus", nargs="+", help="files or directories (raw text, read like `text prepare`)")
     build.add_argument("--tokenizer", required=True, help="tokenizer directory (spiece.model)")
     build.add_argument("--out", required=True, help="output directory (resumed if it holds the same build)")
-    build.add_argument("--seed", type=int, default=12345)
-    build.add_argument("--workers", type=int, default=1, help="processes (output is identical for any number)")
-    build.add_argument("--max-seq-length", type=int, default=512)
-    build.add_argument("--objective", choices=("sop", "nsp", "none"), default="sop")
-    build.add_argument("--masking", choices=("static", "dynamic"), default="static")
-    build.add_argument("--dupe-factor", type=int, default=None, help="passes (default 40 static, 1 dynamic)")
-    build.add_argument("--max-predictions", type=int, default=None,
-                       help="max_predictions_per_seq (default 20, or --max-seq-length when shorter)")  # fmt: skip
-    build.add_argument("--masked-lm-prob", type=float, default=0.15)
-    build.add_argument("--short-seq-prob", type=float, default=0.1)
-    build.add_argument("--max-ngram", type=int, default=3)
-    build.add_argument("--eval-fraction", type=float, default=0.02, help="share of documents held out")
-    build.add_argument("--examples-per-shard", type=int, default=16384)
-    build.add_argument("--window-chars", type=int, default=1_000_000, help="shuffle window / unit of work")
-    build.add_argument("--no-progress", action="store_true")
+    build.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="processes; the output is the same for any number (default: %(default)s)")  # fmt: skip
+    build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_config_flags(build, DataConfig, title="examples (DataConfig)")
     add_read_options(build)
     build.set_defaults(func=_build)
 
@@ -44,22 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from litebert.data import DataConfig, build
+    from litebert.data import build
 
-    config = DataConfig(
-        max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions,
-        masked_lm_prob=args.masked_lm_prob,
-        dupe_factor=args.dupe_factor,
-        short_seq_prob=args.short_seq_prob,
-        max_ngram=args.max_ngram,
-        objective=args.objective,
-        masking=args.masking,
-        seed=args.seed,
-        eval_fraction=args.eval_fraction,
-        examples_per_shard=args.examples_per_shard,
-        window_chars=args.window_chars,
-    )
+    config = DataConfig(**given(args, config_flags(DataConfig)))
     manifest = build(
         args.corpus,
         args.tokenizer,

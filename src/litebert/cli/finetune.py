@@ -5,44 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 
-from litebert.finetune.heads import POOLINGS
+from litebert.cli.flags import Flag, add_config_flags, config_flags, given
+from litebert.finetune import FinetuneConfig, check_pooling
 from litebert.finetune.tasks import TASKS
 from litebert.finetune.tasks.squad_eval import METRICS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("finetune", help="fine-tune a pretrained model on a task; best dev checkpoint in OUT/best")
-    p.add_argument("--task", required=True, choices=sorted(TASKS))
-    p.add_argument("--train", required=True, help="training file (TSV/CSV, SQuAD/RACE JSON, CoNLL)")
-    p.add_argument("--dev", required=True, help="dev file, scored every --eval-every steps")
-    p.add_argument("--init", required=True, help="litebert checkpoint dir or transformers ALBERT dir")
-    p.add_argument("--out", required=True, help="output dir: results.json and best/")
-    p.add_argument("--tokenizer", help="tokenizer dir (default: the one in --init)")
-    p.add_argument("--random-init", action="store_true", help="init's architecture with fresh random weights")
-    for flag, typ, default in (
-        ("--max-steps", int, 1000), ("--eval-every", int, 100), ("--seed", int, 0), ("--lr", float, 2e-5),
-        ("--batch-size", int, 32), ("--max-seq-length", int, None), ("--weight-decay", float, 0.01),
-    ):  # fmt: skip
-        p.add_argument(flag, type=typ, default=default)
-    for flag, (task, typ, default) in _TASK_FLAGS.items():  # not given: FinetuneConfig's default
-        p.add_argument(flag, type=typ, help=f"--task {task} only (default: {default})")
-    p.add_argument("--warmup", type=float, default=0.1, help="fraction of --max-steps if < 1, else steps")
-    p.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
-    p.add_argument("--group-by-length", action="store_true", help="length-grouped batches (faster on real text)")
-    p.add_argument(
-        "--pooling",
-        choices=POOLINGS,
-        help="classification, regression, multiple-choice: [CLS] pooler (default), or token mean",
-    )
-    p.add_argument("--text-columns",
-                   help="comma-separated text column names (one, or two for pairs), or 0-based positions for a "
-                        "file without a header row (GLUE CoLA: --text-columns 3 --label-column 1)")  # fmt: skip
-    p.add_argument("--label-column", help="label (or score) column name, or its position")
-    p.add_argument("--device", help="torch device (default: cuda when available)")
-    p.add_argument("--precision", choices=("fp32", "bf16", "fp16", "auto"), help="autocast precision (default fp32)")
-    p.add_argument("--grad-accum", type=int, help="micro-batches of --batch-size per optimizer step (default 1)")
-    p.add_argument("--save-every", type=int, help="steps between resumable checkpoints (default: --eval-every)")
-    p.add_argument("--resume", action="store_true", help="continue OUT from its newest checkpoint (same settings)")
+    add_config_flags(p, FinetuneConfig, title="the run (FinetuneConfig)", note=_task_note)
+    p.add_argument("--resume", action="store_true",
+                   help="continue OUT from its newest checkpoint, with the run's own settings (only --device may "
+                        "change)")  # fmt: skip
     p.set_defaults(func=_finetune)
 
     e = sub.add_parser("evaluate", help="score SQuAD predictions (official metric) or a fine-tuned model")
@@ -74,36 +48,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=_embed)
 
 
-# Flags of one task (its FinetuneConfig defaults shown in --help): given to another task, they are refused.
-_TASK_FLAGS = {
-    "--doc-stride": ("squad", int, 128),
-    "--max-query-length": ("squad", int, 64),
-    "--max-answer-length": ("squad", int, 30),
-    "--null-score-diff-threshold": ("squad", float, 0.0),
-    "--max-qa-length": ("multiple-choice", int, "min(128, max_seq_length // 2)"),
-}
+_FLAGS = config_flags(FinetuneConfig)
+
+
+def _task_note(flag: Flag) -> str | None:
+    """Fields only one task reads say so in --help; given to another task, their flags are refused."""
+    task = flag.field.metadata.get("task")
+    return f"--task {task} only" if task else None
 
 
 def _finetune(args: argparse.Namespace) -> int:
-    from litebert.finetune import FinetuneConfig, check_pooling, finetune
+    from litebert.finetune import finetune
 
-    other = [
-        f
-        for f, (task, *_) in _TASK_FLAGS.items()
-        if task != args.task and getattr(args, f[2:].replace("-", "_")) is not None
-    ]
+    values = given(args, _FLAGS)
+    other = [(f.option, task) for f in _FLAGS if f.path[0] in values and (task := f.field.metadata.get("task"))
+             and task != values["task"]]  # fmt: skip
     if other:
-        raise ValueError(
-            f"{', '.join(other)}: for --task {_TASK_FLAGS[other[0]][0]} only; --task {args.task} would ignore it"
-        )
-
-    if args.pooling is not None:  # asked for, even as "cls": refused where the task has no pooled state
-        check_pooling(args.task, args.pooling)
-    skip = {"command", "func", "text_columns", "resume"}
-    kw = {k: v for k, v in vars(args).items() if k not in skip and v is not None}
-    if args.text_columns:
-        kw["text_columns"] = _columns(args.text_columns)
-    result = finetune(FinetuneConfig(**kw), resume=args.resume)
+        raise ValueError(f"{', '.join(o for o, _ in other)}: for --task {other[0][1]} only; --task {values['task']} "
+                         "would ignore it")  # fmt: skip
+    if "pooling" in values:  # asked for, even as "cls": refused where the task has no pooled state
+        check_pooling(values["task"], values["pooling"])
+    result = finetune(FinetuneConfig(**values), resume=args.resume)
     print(json.dumps({"best": {result.best_metric: result.best_value, "step": result.best_step},
                       "results": str(result.results_path), "best_dir": str(result.best_dir)}))  # fmt: skip
     return 0

@@ -1,4 +1,5 @@
-"""CLI subcommands for model tools: `params` (parameter counts) and `convert` (to/from transformers)."""
+"""CLI subcommands for model tools: `params` (parameter counts) and `convert` (to/from transformers, from the
+official TF checkpoints)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vocab-size", type=int, default=None)
     p.set_defaults(func=_params)
 
-    c = sub.add_parser("convert", help="convert a checkpoint to or from transformers' ALBERT layout")
-    c.add_argument("direction", choices=("to-hf", "from-hf"), help="to-hf: litebert -> transformers")
+    c = sub.add_parser("convert", help="convert a checkpoint to or from transformers' ALBERT layout, or from an "
+                                       "official ALBERT TensorFlow checkpoint")  # fmt: skip
+    directions = (
+        "to-hf: litebert -> transformers; from-hf: transformers -> litebert; from-tf: an official TF "
+        "checkpoint (albert_config.json beside model.ckpt-*, or a prefix) -> litebert"
+    )
+    c.add_argument("direction", choices=("to-hf", "from-hf", "from-tf"), help=directions)
     c.add_argument("src", type=Path)
     c.add_argument("dst", type=Path)
+    tf = c.add_argument_group("from-tf")
+    tf.add_argument("--tf-config", type=Path, default=None, help="albert_config.json (default: beside the checkpoint)")
+    tf.add_argument("--spm-model", type=Path, default=None,
+                    help="the SentencePiece model (default: the *.model beside the checkpoint)")  # fmt: skip
+    tf.add_argument("--cased", action="store_true", help="a cased model: no lower-casing (the releases are uncased)")
+    tf.add_argument("--keep-accents", action="store_true", help="no accent stripping (the releases strip them)")
     c.set_defaults(func=_convert)
 
 
@@ -54,6 +66,17 @@ def _params(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     from litebert import hf
 
-    out = hf.export_hf(args.src, args.dst) if args.direction == "to-hf" else hf.import_hf(args.src, args.dst)
+    given = [f for f, v in (("--tf-config", args.tf_config), ("--spm-model", args.spm_model), ("--cased", args.cased),
+                            ("--keep-accents", args.keep_accents)) if v]  # fmt: skip
+    if given and args.direction != "from-tf":
+        raise ValueError(f"{', '.join(given)}: for from-tf only")
+    if args.direction == "from-tf":
+        print(hf.tf_coverage(args.src, config_file=args.tf_config))
+        out = hf.convert_tf(args.src, args.dst, config_file=args.tf_config, spm_model=args.spm_model,
+                            do_lower_case=not args.cased, strip_accents=not args.keep_accents)  # fmt: skip
+    elif args.direction == "to-hf":
+        out = hf.export_hf(args.src, args.dst)
+    else:
+        out = hf.import_hf(args.src, args.dst)
     print(f"wrote {out}")
     return 0

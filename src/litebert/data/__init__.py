@@ -1,6 +1,6 @@
 """Pretraining examples: SOP/NSP/none segment pairs, whole-word n-gram masks, sharded storage and batches.
 
-Pipeline (PAPER.md §3): ``build`` streams a corpus through pairs.py and masking.py into shards.py's fixed-size
+Pipeline (docs/paper.md §3): ``build`` streams a corpus through pairs.py and masking.py into shards.py's fixed-size
 shards plus a manifest; ``PretrainingBatches`` / ``read_examples`` (collate.py) read them back; stats.py
 summarises what was built.
 """

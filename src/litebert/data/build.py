@@ -13,7 +13,8 @@ examples every epoch (collate.py).
 
 Resume: ``windows.jsonl`` records the example counts of every finished window and complete shards are only
 ever renamed into place, so a rerun with the same settings skips the windows whose examples are all in
-finished shards, recomputes the rest and never rewrites a finished shard.
+finished shards, recomputes the rest and never rewrites a finished shard. A build holds OUT/.lock
+(litebert.io.lock_dir): a second build into the same directory is refused while the first runs.
 """
 
 from __future__ import annotations
@@ -45,9 +46,10 @@ from litebert.data.shards import (
     finished_shards,
     read_manifest,
     remove_partial,
+    shard_digests,
     shard_sizes,
 )
-from litebert.io import make_dir, read_json, write_json
+from litebert.io import LOCK_FILE, atomic_path, naming_full_disk, read_json, write_json, writing_dir
 from litebert.text.read import READER_VERSION, Paths, ReadConfig, iter_files, read_documents
 from litebert.text.sentences import split_sentences
 from litebert.tokenizer.tokenizer import Tokenizer, copy_tokenizer
@@ -138,7 +140,7 @@ def _results(windows: Iterator[list[list[str]]], skip: set[int], workers: int, i
 
 
 def _identity(corpus: Paths, tok, config: DataConfig, read: ReadConfig, out: Path) -> dict:
-    stats = [(p, p.stat()) for p in iter_files(corpus, exclude=[out])]
+    stats = [(p, p.stat()) for p in iter_files(corpus, exclude=[out], follow_links=read.follow_links)]
     return {
         "format_version": FORMAT_VERSION,
         "reader": READER_VERSION,
@@ -151,8 +153,8 @@ def _identity(corpus: Paths, tok, config: DataConfig, read: ReadConfig, out: Pat
 
 
 def _prepare_out(out: Path, identity: dict) -> dict | None:
-    """Check an existing output directory; return its manifest when the same build is already complete."""
-    make_dir(out, "--out names the directory to write the data into")
+    """Check an existing output directory (locked by this process); return its manifest when the same build is
+    already complete."""
     state = out / STATE
     if state.is_file():
         previous, now = _comparable(read_json(state)), _comparable(identity)
@@ -164,7 +166,7 @@ def _prepare_out(out: Path, identity: dict) -> dict | None:
             )
         if (out / MANIFEST).is_file():
             return read_manifest(out)
-    elif any(out.iterdir()):
+    elif any(p.name != LOCK_FILE for p in out.iterdir()):
         raise ValueError(f"{out}: not empty and not a litebert data directory; choose an empty --out")
     else:
         write_json(identity, state, sort_keys=True)
@@ -214,9 +216,8 @@ def _known_windows(out: Path) -> list[dict]:
         except json.JSONDecodeError:
             break  # a line cut by the interruption; everything after it is recomputed
     if len(known) < len(lines):  # drop the cut line so that new records follow the valid ones
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(json.dumps(k, sort_keys=True) + "\n" for k in known))
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            tmp.write_text("".join(json.dumps(k, sort_keys=True) + "\n" for k in known))
     return known
 
 
@@ -245,9 +246,16 @@ def build(
     tok = Tokenizer.load(tokenizer_dir)
     out = Path(out_dir)
     identity = _identity(corpus, tok, config, read, out)
-    complete = _prepare_out(out, identity)
-    if complete is not None:
-        return complete
+    with writing_dir(out, "--out names the directory to write the data into"):
+        complete = _prepare_out(out, identity)
+        return complete if complete is not None else _build(corpus, tok, Path(tokenizer_dir), out, config, workers,
+                                                            read, progress, identity)  # fmt: skip
+
+
+def _build(
+    corpus: Paths, tok: Tokenizer, tokenizer_dir: Path, out: Path, config: DataConfig, workers: int,
+    read: ReadConfig, progress: bool, identity: dict,
+) -> dict:  # fmt: skip
     vocab = Vocab.from_tokenizer(tok)
     token_dtype = np.dtype(np.uint16 if vocab.vocab_size <= 1 << 16 else np.int32)
     known = _known_windows(out)
@@ -264,30 +272,31 @@ def build(
     docs = read_documents(files, config=ReadConfig(**{**asdict(read), "split": False, "max_document_chars": cap}),
                           exclude=[out])  # fmt: skip
     init = (str(tokenizer_dir), config, read, tok)
-    with open(out / WINDOWS, "a") as log:
+    with naming_full_disk(out / WINDOWS), open(out / WINDOWS, "a") as log:
         results = _results(_windows(docs, config.window_chars), skip, workers, init)
         totals = _consume(results, writers, known, done, log, progress)
     if not totals["sentences"]:
         _no_text(out, identity)
     for w in writers.values():
         w.close()
-    np.save(out / WORD_START, vocab.word_start)
+    with atomic_path(out / WORD_START, needed=vocab.word_start.nbytes) as tmp, open(tmp, "wb") as f:
+        np.save(f, vocab.word_start)
     (out / TOKENIZER_DIR).mkdir(exist_ok=True)
-    copy_tokenizer(Path(tokenizer_dir), out / TOKENIZER_DIR)
-    manifest = _manifest(identity, vocab, token_dtype, out, totals)
+    copy_tokenizer(tokenizer_dir, out / TOKENIZER_DIR)
+    manifest = _manifest(identity, vocab, token_dtype, out, totals, writers)
     write_json(manifest, out / MANIFEST, sort_keys=True)
     if config.eval_fraction > 0 and not manifest["splits"]["eval"]["examples"]:
         unit = "each file is one document" if read.documents == "file" else "a file without blank lines is one"
         warnings.warn(
             f"{out}: the held-out split is empty: none of the {totals['documents']:,} documents was drawn for it "
             f"(eval_fraction {config.eval_fraction}; {unit})",
-            stacklevel=2,
+            stacklevel=3,
         )
     if not manifest["splits"]["train"]["examples"]:  # pretraining would refuse it: said now, where it is made
         warnings.warn(
             f"{out}: the training split is empty: all {totals['documents']:,} documents were held out "
             f"(eval_fraction {config.eval_fraction}); lower --eval-fraction",
-            stacklevel=2,
+            stacklevel=3,
         )
     lonely = totals["one_document_windows"]  # the last window, with what is left of the corpus, does not count
     if config.objective != "none" and lonely and totals["documents"] > 1:
@@ -296,14 +305,14 @@ def build(
             "their random segments (NSP's random next, SOP's one-sentence chunks) come from that same document: "
             f"random documents are drawn within a window; a --window-chars (now {config.window_chars:,}) above the "
             "size of the largest documents lets them come from others",
-            stacklevel=2,
+            stacklevel=3,
         )
     if config.objective != "none" and totals["one_document_splits"]:
         warnings.warn(
             f"{out}: in {totals['one_document_splits']:,} of the {totals['windows']:,} windows the training or the "
             "held-out split holds a single document, so that split's random segments come from the same document "
             f"(a larger --window-chars than {config.window_chars:,} puts more documents in a window)",
-            stacklevel=2,
+            stacklevel=3,
         )
     return manifest
 
@@ -355,11 +364,13 @@ def _write(result: WindowResult, writers: dict, n_known: int, totals: dict, done
         writers[split].add(batch.slice(drop, len(batch)))
 
 
-def _manifest(identity: dict, vocab: Vocab, token_dtype: np.dtype, out: Path, totals: dict) -> dict:
+def _manifest(identity: dict, vocab: Vocab, token_dtype: np.dtype, out: Path, totals: dict, writers: dict) -> dict:
     splits = {}
     for split in SPLITS:
         sizes = shard_sizes(out / split)
-        splits[split] = {"examples": sum(sizes), "shards": len(sizes), "shard_examples": sizes}
+        # the digests of the shards an interrupted build wrote, read back (a resume)
+        digests = [writers[split].digests.get(k) or shard_digests(out / split, k) for k in range(len(sizes))]
+        splits[split] = {"examples": sum(sizes), "shards": len(sizes), "shard_examples": sizes, "sha256": digests}
     return {
         **identity,
         "special_ids": {"cls": vocab.cls_id, "sep": vocab.sep_id, "mask": vocab.mask_id, "pad": vocab.pad_id},

@@ -1,8 +1,8 @@
-"""DataConfig: every setting of the pretraining-data step, validated, with the official defaults (PAPER.md §3)."""
+"""DataConfig: every setting of the pretraining-data step, validated, with the official defaults (docs/paper.md §3)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 OBJECTIVES = ("sop", "nsp", "none")
 MASKINGS = ("static", "dynamic")
@@ -21,18 +21,33 @@ class DataConfig:
     250k tokens; with dupe_factor 40 a window's examples then take about 50 MB.
     """
 
-    max_seq_length: int = 512
-    max_predictions_per_seq: int | None = None  # None: the official 20, or max_seq_length when that is shorter
-    masked_lm_prob: float = 0.15
-    dupe_factor: int | None = None
-    short_seq_prob: float = 0.1
-    max_ngram: int = 3
-    objective: str = "sop"
-    masking: str = "static"
-    seed: int = 12345
-    eval_fraction: float = 0.02
-    examples_per_shard: int = 16384
-    window_chars: int = 1_000_000
+    max_seq_length: int = field(default=512, metadata={"help": "tokens per example, [CLS] and [SEP]s included"})
+    max_predictions_per_seq: int | None = field(default=None, metadata={
+        "help": "masked positions per example at most (default: the official 20, or max_seq_length when that is "
+                "shorter)",
+        "flag": "--max-predictions",
+    })  # fmt: skip
+    masked_lm_prob: float = field(default=0.15, metadata={"help": "share of the tokens masked"})
+    dupe_factor: int | None = field(default=None, metadata={
+        "help": "passes over the corpus, each with other pairs and masks (default: 40 with static masking, 1 with "
+                "dynamic)",
+    })  # fmt: skip
+    short_seq_prob: float = field(default=0.1, metadata={
+        "help": "share of examples cut to a random shorter length (as the official code, to match fine-tuning)",
+    })  # fmt: skip
+    max_ngram: int = field(default=3, metadata={"help": "longest masked n-gram of whole words"})
+    objective: str = field(default="sop", metadata={
+        "help": "sentence-pair task: sentence order (ALBERT), next sentence (BERT) or none", "choices": OBJECTIVES,
+    })  # fmt: skip
+    masking: str = field(default="static", metadata={
+        "help": "masks drawn once here (static) or again every epoch by the loader (dynamic)", "choices": MASKINGS,
+    })  # fmt: skip
+    seed: int = field(default=12345, metadata={"help": "seed of the shuffles, pairs and masks"})
+    eval_fraction: float = field(default=0.02, metadata={"help": "share of documents held out for evaluation"})
+    examples_per_shard: int = field(default=16384, metadata={"help": "examples per shard file"})
+    window_chars: int = field(default=1_000_000, metadata={
+        "help": "shuffle window and unit of work of one process, in characters",
+    })  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:

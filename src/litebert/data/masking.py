@@ -1,9 +1,9 @@
 """Whole-word n-gram masking for the masked-LM objective (create_masked_lm_predictions of the official code).
 
-The rules follow PAPER.md §3 and google-research/albert create_pretraining_data.py:
+The rules follow docs/paper.md §3 and google-research/albert create_pretraining_data.py:
 
 * candidates are whole words: a piece starts a word when the tokenizer's word-start mask says so ("▁" prefix,
-  punctuation, special symbol other than <unk>, as PAPER.md §3 defines it; unlike the official _is_start_piece,
+  punctuation, special symbol other than <unk>, as docs/paper.md §3 defines it; unlike the official _is_start_piece,
   a piece with digits or non-Latin letters or <unk> does not start a word by itself, so a Korean word is masked
   whole); [CLS]/[SEP] are never candidates;
 * budget ``num_to_predict = min(max_predictions, max(1, round(len(tokens) * prob)))`` (none at all when prob

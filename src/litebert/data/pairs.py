@@ -2,7 +2,7 @@
 
 Documents are held as one flat token array with sentence and document offsets (``Documents``); a pair is four
 token offsets into that array (A and B ranges) plus its label, so no token is copied until ``assemble`` builds
-all examples of a batch of documents in one vectorised gather. The rules follow PAPER.md §3 and
+all examples of a batch of documents in one vectorised gather. The rules follow docs/paper.md §3 and
 google-research/albert create_pretraining_data.py:
 
 * max_num_tokens = max_seq_length - 3; target_seq_length = max_num_tokens, or with probability short_seq_prob

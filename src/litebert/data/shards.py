@@ -13,10 +13,16 @@ Layout of a data directory::
 Example k of a shard is input_ids[offsets[k]:offsets[k+1]]; its token type is 0 for the first a_len[k]
 positions ([CLS] A [SEP]) and 1 after. A shard is written into ``shard_XXXXX.tmp`` and renamed when complete
 (rename is atomic), so a reader or a resumed build never sees half a shard.
+
+The manifest records the sha256 of every array file of every shard. A reader verifies a shard's files and the
+ranges of its values (ids below the vocabulary size, offsets that increase, labels and masked positions that
+exist) the first time a process opens it (integrity.py), so flipped bits or a shard edited by hand are named,
+never trained on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,13 +32,16 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT_VERSION = 1
+from litebert.data.integrity import REBUILD as _REBUILD
+from litebert.data.integrity import check_manifest, verify_shard
+from litebert.io import naming_full_disk
+
+FORMAT_VERSION = 2  # 2: the manifest records each shard array's sha256 (splits.<split>.sha256)
 MANIFEST = "manifest.json"
 TOKENIZER_DIR = "tokenizer"
 WORD_START = "word_start.npy"
 SPLITS = ("train", "eval")
 FLAT_ARRAYS = ("input_ids", "offsets", "a_len", "label")  # every shard; static masking adds the mask arrays
-_REBUILD = "(`litebert data build` into an empty --out)"
 
 
 @dataclass
@@ -120,21 +129,52 @@ def remove_partial(split_dir: Path) -> None:
             shutil.rmtree(tmp)
 
 
-def write_shard(split_dir: Path, index: int, batch: ExampleBatch, token_dtype: np.dtype) -> None:
-    """Write one shard atomically: arrays into ``shard_XXXXX.tmp``, then one rename."""
+def write_shard(split_dir: Path, index: int, batch: ExampleBatch, token_dtype: np.dtype) -> dict[str, str]:
+    """Write one shard atomically: arrays into ``shard_XXXXX.tmp``, then one rename (the temporary directory
+    removed on failure; a full disk is a DiskFullError naming the shard). Returns each array file's sha256."""
     final = split_dir / shard_name(index)
     tmp = split_dir / (shard_name(index) + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
     arrays = {"input_ids": batch.input_ids.astype(token_dtype), "offsets": batch.offsets.astype(np.int64)}
     arrays.update({name: getattr(batch, name) for name in batch._per_example()})
-    for name, arr in arrays.items():
-        with open(tmp / f"{name}.npy", "wb") as f:
-            np.save(f, np.ascontiguousarray(arr))
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, final)
+    digests = {}
+    try:
+        with naming_full_disk(final, needed=sum(a.nbytes + 128 for a in arrays.values())):
+            tmp.mkdir(parents=True)
+            for name, arr in arrays.items():
+                with open(tmp / f"{name}.npy", "wb") as f:
+                    hashing = _Hashing(f)
+                    np.save(hashing, np.ascontiguousarray(arr))  # type: ignore[arg-type]
+                    f.flush()
+                    os.fsync(f.fileno())
+                digests[name] = hashing.sha256.hexdigest()
+            os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a resume after freeing space starts from the finished shards
+        raise
+    return digests
+
+
+class _Hashing:
+    """A file that hashes the bytes written through it (np.save writes a header, then the data in chunks)."""
+
+    def __init__(self, f) -> None:
+        self.f, self.sha256 = f, hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.sha256.update(data)
+        return self.f.write(data)
+
+
+def shard_digests(split_dir: Path, index: int) -> dict[str, str]:
+    """The sha256 of each array file of a finished shard (the manifest of a resumed build needs those of the shards
+    an earlier process wrote)."""
+    digests = {}
+    for path in sorted((split_dir / shard_name(index)).glob("*.npy")):
+        with path.open("rb") as f:
+            digests[path.stem] = hashlib.file_digest(f, "sha256").hexdigest()
+    return digests
 
 
 class ShardWriter:
@@ -145,6 +185,7 @@ class ShardWriter:
         self.size = examples_per_shard
         self.token_dtype = token_dtype
         self.next_shard = first_shard
+        self.digests: dict[int, dict[str, str]] = {}  # shard index -> sha256 of its array files (those written here)
         self._buffer: list[ExampleBatch] = []
         self._buffered = 0
         split_dir.mkdir(parents=True, exist_ok=True)
@@ -170,21 +211,21 @@ class ShardWriter:
         self._buffer, self._buffered = [], 0
 
     def _write(self, batch: ExampleBatch) -> None:
-        write_shard(self.split_dir, self.next_shard, batch, self.token_dtype)
+        self.digests[self.next_shard] = write_shard(self.split_dir, self.next_shard, batch, self.token_dtype)
         self.next_shard += 1
 
 
 def read_manifest(data_dir: str | Path) -> dict:
-    """Read ``manifest.json`` of a built data directory (FileNotFoundError / ValueError naming the file)."""
+    """Read ``manifest.json`` of a built data directory, its fields checked (FileNotFoundError / ValueError naming
+    the file and the field)."""
     path = Path(data_dir) / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no manifest; build the data first with `litebert data build`")
     try:
-        manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: format_version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}")
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    check_manifest(manifest, path, FORMAT_VERSION, SPLITS)
     return manifest
 
 
@@ -211,7 +252,8 @@ class ShardSet:
     def __init__(self, data_dir: str | Path, split: str, manifest: dict, *, cache: int = 8):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        self.dir = Path(data_dir) / split
+        self.dir, self.split = Path(data_dir) / split, split
+        self.manifest = manifest
         self.sizes = np.array(manifest["splits"][split]["shard_examples"], dtype=np.int64)
         self.starts = np.concatenate(([0], np.cumsum(self.sizes))).astype(np.int64)
         self._cache: OrderedDict[int, dict[str, np.ndarray]] = OrderedDict()
@@ -230,6 +272,7 @@ class ShardSet:
             raise FileNotFoundError(f"{path}: shard listed in the manifest is missing")
         arrays = {name: load_array(path / f"{name}.npy", ndim=1 + len(row)) for name, row in self._shapes.items()}
         _check_shard(path, arrays, self._shapes, int(self.sizes[s]))
+        verify_shard(path, arrays, self.manifest["splits"][self.split]["sha256"][s], self.manifest)  # once per process
         self._cache[s] = arrays
         if len(self._cache) > self._limit:
             self._cache.popitem(last=False)

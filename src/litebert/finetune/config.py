@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from litebert.finetune.heads import POOLED_HEADS, POOLINGS
@@ -36,37 +36,82 @@ DEFAULT_COLUMNS = {
 class FinetuneConfig:
     """One fine-tuning run. `warmup` below 1 is a fraction of max_steps, otherwise a number of steps."""
 
-    task: str
-    train: str
-    dev: str
-    init: str
-    out: str
-    tokenizer: str | None = None  # default: the tokenizer files in `init`
-    random_init: bool = False  # keep init's architecture and tokenizer, re-initialise the weights
-    max_steps: int = 1000
-    eval_every: int = 100
-    seed: int = 0
-    lr: float = 2e-5
-    batch_size: int = 32
-    eval_batch_size: int = 64
-    max_seq_length: int | None = None  # default: the model's max_position (512 for the paper's presets)
-    warmup: float = 0.1
-    weight_decay: float = 0.01
-    optimizer: str = "adamw"
-    group_by_length: bool = False  # length-grouped training batches: faster, but less mixed on small data
-    pooling: str = "cls"  # classification/regression/multiple-choice: the [CLS] pooler, or "mean" of the tokens
-    text_columns: tuple[str, ...] | None = None
-    label_column: str | None = None
-    doc_stride: int = 128
-    max_query_length: int = 64
-    max_answer_length: int = 30
-    n_best_size: int = 20
-    null_score_diff_threshold: float = 0.0
-    max_qa_length: int | None = None  # RACE's question + option; default min(128, max_seq_length // 2)
-    device: str | None = None  # default: cuda when available
-    precision: str = "fp32"  # fp32, bf16 or fp16 (autocast; fp16 on a GPU only), or auto: bf16 where supported
-    grad_accum: int = 1  # micro-batches of batch_size per optimizer step
-    save_every: int | None = None  # steps between resumable checkpoints (default: eval_every); removed when done
+    # metadata "task": a field only that task reads; `litebert finetune` refuses its flag for the others.
+    task: str = field(metadata={"help": "what to fine-tune for, and the format of the files", "choices": sorted(TASKS)})
+    train: str = field(metadata={"help": "training file (TSV/CSV, SQuAD/RACE JSON, CoNLL)", "metavar": "FILE"})
+    dev: str = field(metadata={"help": "dev file, scored every eval_every steps", "metavar": "FILE"})
+    init: str = field(metadata={"help": "litebert checkpoint or transformers ALBERT directory", "metavar": "DIR"})
+    out: str = field(metadata={
+        "help": "output directory: results.json and best/ (the best dev checkpoint)", "metavar": "DIR",
+    })  # fmt: skip
+    tokenizer: str | None = field(default=None, metadata={
+        "help": "tokenizer directory (default: the tokenizer files in init)", "metavar": "DIR",
+    })  # fmt: skip
+    random_init: bool = field(default=False, metadata={
+        "help": "init's architecture and tokenizer with fresh random weights",
+    })  # fmt: skip
+    max_steps: int = field(default=1000, metadata={"help": "optimizer steps to train"})
+    eval_every: int = field(default=100, metadata={"help": "steps between dev evaluations"})
+    seed: int = field(default=0, metadata={"help": "seed of the head's weights, the batch order and dropout"})
+    lr: float = field(default=2e-5, metadata={"help": "peak learning rate"})
+    batch_size: int = field(default=32, metadata={"help": "training sequences per step"})
+    eval_batch_size: int = field(default=64, metadata={"help": "sequences per forward pass when evaluating"})
+    max_seq_length: int | None = field(default=None, metadata={
+        "help": "tokens per sequence (default: the model's max_position, 512 for the paper's presets)",
+    })  # fmt: skip
+    warmup: float = field(default=0.1, metadata={"help": "warmup: a fraction of max_steps if below 1, else steps"})
+    weight_decay: float = field(default=0.01, metadata={"help": "weight decay (not of LayerNorm weights and biases)"})
+    # The official scripts' Adam is the default: the paper's fine-tuning learning rates were tuned with it.
+    optimizer: str = field(default="adamw_official", metadata={
+        "help": "adamw_official: ALBERT's fine-tuning Adam (decoupled weight decay, no bias correction); adamw: "
+                "torch's bias-corrected AdamW, whose steps are smaller for most of a run; lamb",
+        "choices": OPTIMIZERS,
+    })  # fmt: skip
+    group_by_length: bool = field(default=False, metadata={
+        "help": "length-grouped training batches: faster on real text, but less mixed on small data",
+    })  # fmt: skip
+    pooling: str = field(default="cls", metadata={
+        "help": "classification, regression, multiple-choice: the [CLS] pooler, or the mean of the tokens",
+        "choices": POOLINGS,
+    })  # fmt: skip
+    text_columns: tuple[str, ...] | None = field(default=None, metadata={
+        "help": "comma-separated text column names (one, or two for pairs), or 0-based positions for a file "
+                "without a header row (GLUE CoLA: --text-columns 3 --label-column 1); default: sentence for "
+                "classification, sentence1,sentence2 for regression and similarity",
+    })  # fmt: skip
+    label_column: str | None = field(default=None, metadata={
+        "help": "label (or score) column name, or its position (default: label for classification, score for "
+                "regression and similarity)",
+    })  # fmt: skip
+    doc_stride: int = field(default=128, metadata={
+        "help": "tokens between the starts of a long context's windows", "task": "squad",
+    })  # fmt: skip
+    max_query_length: int = field(default=64, metadata={
+        "help": "question tokens kept (the rest cut)", "task": "squad",
+    })  # fmt: skip
+    max_answer_length: int = field(default=30, metadata={
+        "help": "longest answer predicted, in tokens", "task": "squad",
+    })  # fmt: skip
+    n_best_size: int = field(default=20, metadata={
+        "help": "start and end positions considered per window", "task": "squad",
+    })  # fmt: skip
+    null_score_diff_threshold: float = field(default=0.0, metadata={
+        "help": "SQuAD 2.0: no answer is predicted when its score beats the best answer's by more than this",
+        "task": "squad",
+    })  # fmt: skip
+    max_qa_length: int | None = field(default=None, metadata={
+        "help": "question + option tokens kept (default: min(128, max_seq_length // 2), the official 128 at 512)",
+        "task": "multiple-choice",
+    })  # fmt: skip
+    device: str | None = field(default=None, metadata={"help": "torch device (default: cuda when available)"})
+    precision: str = field(default="fp32", metadata={
+        "help": "autocast precision: fp32, bf16 or fp16 (fp16 on a GPU only), or auto: bf16 where supported",
+        "choices": PRECISIONS,
+    })  # fmt: skip
+    grad_accum: int = field(default=1, metadata={"help": "micro-batches of batch_size per optimizer step"})
+    save_every: int | None = field(default=None, metadata={
+        "help": "steps between resumable checkpoints (default: eval_every); removed when the run finishes",
+    })  # fmt: skip
 
     def __post_init__(self) -> None:
         for name in ("train", "dev", "init", "out", "tokenizer"):  # paths may come as Path objects

@@ -21,7 +21,7 @@ from litebert.finetune.run import check_tokenizer_fits
 from litebert.finetune.tasks.common import collate, open_text
 from litebert.hf.directory import load
 from litebert.hf.tokenizer import load_tokenizer
-from litebert.io import check_not_an_input
+from litebert.io import atomic_path, check_not_an_input
 from litebert.model.albert import Albert
 from litebert.tokenizer.tokenizer import Tokenizer
 
@@ -117,7 +117,8 @@ def embed_file(
     result = embed_texts(backbone, tok, texts, batch_size=batch_size, max_seq_length=max_seq_length)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "wb") as f:  # a file object: the path the caller named, and reports, is the path written
+        # a file object: the path the caller named, and reports, is the path written (whole, or not at all)
+        with atomic_path(out, needed=result.vectors.nbytes) as tmp, open(tmp, "wb") as f:
             np.save(f, result.vectors)
     return result
 

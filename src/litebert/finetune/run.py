@@ -2,7 +2,7 @@
 N steps, keep the best dev checkpoint); saved.py loads, scores and runs what it saves.
 
 The recipe follows the official ALBERT fine-tuning scripts (run_classifier.py / run_squad_v2.py /
-run_race.py and PAPER.md section 7): AdamW with weight decay 0.01 (not on LayerNorm and biases), linear
+run_race.py and docs/paper.md §7): AdamW with weight decay 0.01 (not on LayerNorm and biases), linear
 warmup then linear decay to 0, gradient clipping at 1.0, the best dev checkpoint reported. It runs on the loop
 pretraining runs on (litebert.train.engine: precision, DDP under torchrun, accumulation, metrics.jsonl,
 resumable checkpoints, SIGTERM), with the task's head and its dev evaluation plugged in. A fine-tuned model
@@ -15,6 +15,7 @@ OUT/  results.json (written last), best/ (the best dev checkpoint), metrics.json
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -37,9 +38,10 @@ from litebert.finetune.tasks import Task, TaskData, get_task
 from litebert.finetune.tasks.common import collate
 from litebert.hf.directory import load, save
 from litebert.hf.tokenizer import load_tokenizer
-from litebert.io import write_json
+from litebert.io import write_json, writing_dir
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
+from litebert.model.params import TRAINING_COPIES, check_model_size
 from litebert.model.weights import HEAD_FILE, META_FILE, write_safetensors
 from litebert.tokenizer.tokenizer import Tokenizer
 from litebert.train import dist
@@ -148,14 +150,18 @@ def finetune(cfg: FinetuneConfig, *, resume: bool = False) -> FinetuneResult:
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():  # found now, not at the first save after training
         raise NotADirectoryError(f"{cfg.out}: --out is a file; it names the directory to write the run into")
-    ckpt, meta = resume_checkpoint(cfg) if resume else (None, None)
-    if meta is not None:  # the run's own settings (resume_checkpoint checked them against cfg)
-        cfg = FinetuneConfig(**{**meta["config"], "device": cfg.device})
-    else:
-        check_fresh(out)
-    check_precision(cfg.precision, device)
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
-        return _finetune(cfg, device, ckpt, meta)
+    # Locked: a second run into the same --out is refused (its best/ would be the other run's). Under torchrun the
+    # first rank holds the lock for all.
+    first = os.environ.get("RANK", "0") == "0"
+    with writing_dir(out, "--out names the directory to write the run into") if first else contextlib.nullcontext():
+        ckpt, meta = resume_checkpoint(cfg) if resume else (None, None)
+        if meta is not None:  # the run's own settings (resume_checkpoint checked them against cfg)
+            cfg = FinetuneConfig(**{**meta["config"], "device": cfg.device})
+        else:
+            check_fresh(out)
+        check_precision(cfg.precision, device)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
+            return _finetune(cfg, device, ckpt, meta)
 
 
 def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta: dict | None) -> FinetuneResult:
@@ -165,6 +171,8 @@ def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta
         rng = np.random.default_rng(cfg.seed)
         if ckpt is None:
             base, tok = load_pretrained(cfg)
+            loaded = int(device.type == "cpu")  # the weights are in host memory already
+            check_model_size(base.config, copies=TRAINING_COPIES - loaded, device=device, what=f"--init {cfg.init}")
         else:
             base, tok = None, load_tokenizer(ckpt)
         task, state = get_task(cfg.task), {}

@@ -4,6 +4,7 @@ writes it, head.safetensors, finetune.json (task, labels, settings) and the toke
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,10 +53,36 @@ def load_finetuned(directory: str | Path) -> Finetuned:
     tensors = read_safetensors(directory / HEAD_FILE)
     check_state_dict(head, tensors, directory / HEAD_FILE, against=META_FILE)
     head.load_state_dict(tensors)
+    _check_state(meta_path, task, meta["state"], num_outputs)
     model = FinetuneModel(base, head).to(resolve_device(cfg)).eval()  # the head too: no dropout at inference
     tok = load_tokenizer(directory)
     check_tokenizer_fits(tok, base.config, directory)
     return Finetuned(model, task, meta["state"], cfg, tok)
+
+
+def _check_state(path: Path, task: Task, state: Any, num_outputs: int) -> None:
+    """The task state finetune.json holds (labels, score range, choices), checked for type and against
+    num_outputs, so that an edited file is named rather than failing in the middle of a prediction."""
+    if not isinstance(state, dict):
+        raise ValueError(f"{path}: field 'state' must be an object, got {type(state).__name__}")
+    number = lambda x: isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)  # noqa: E731
+    checks = {
+        "labels": ("a non-empty list of label names", lambda v: isinstance(v, list) and v and all(
+            isinstance(x, str) for x in v)),
+        "score_range": ("[low, high], two finite numbers", lambda v: isinstance(v, list) and len(v) == 2 and all(
+            map(number, v))),
+        "num_choices": ("an integer of at least 2", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 1),
+    }  # fmt: skip
+    for key, (expected, valid) in checks.items():
+        if key in state and not valid(state[key]):
+            raise ValueError(f"{path}: field 'state.{key}' must be {expected}, got {state[key]!r}")
+    try:
+        outputs = task.num_outputs(state)
+    except (KeyError, TypeError):
+        raise ValueError(f"{path}: field 'state' lacks what task {task.name!r} needs (e.g. its labels)") from None
+    if outputs != num_outputs:
+        raise ValueError(f"{path}: field 'num_outputs' is {num_outputs}, but 'state' gives task {task.name!r} "
+                         f"{outputs} outputs (e.g. one per label)")  # fmt: skip
 
 
 def evaluate(

@@ -23,6 +23,7 @@ from litebert.hf.names import (
 from litebert.hf.tokenizer import HF_TOKENIZER_CONFIG, copy_tokenizer_with_hf_files
 from litebert.io import read_json, write_json
 from litebert.model.heads import AlbertForPretraining
+from litebert.model.params import LOADING_COPIES, check_model_size
 from litebert.model.weights import (
     CONFIG_FILE,
     HEAD_FILE,
@@ -47,7 +48,7 @@ def read_hf_weights(directory: Path) -> dict[str, torch.Tensor]:
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(weight_map, dict):
             raise ValueError(f'{index}: no "weight_map" object naming the shard of each tensor')
-        shards = sorted(set(weight_map.values()))
+        shards = sorted({shard for shard in weight_map.values() if _plain_name(shard, index)})
         return {k: v for shard in shards for k, v in read_safetensors(directory / shard).items()}
     legacy = directory / "pytorch_model.bin"
     if legacy.is_file():
@@ -61,6 +62,15 @@ def read_hf_weights(directory: Path) -> dict[str, torch.Tensor]:
     raise FileNotFoundError(f"{directory}: no {WEIGHTS_FILE}, {index.name} or pytorch_model.bin")
 
 
+def _plain_name(shard: object, index: Path) -> bool:
+    """True for a shard named by a plain file name; any other (a path such as "../../x.safetensors" or an absolute
+    one, which would read weights from outside the model directory) is refused."""
+    if not isinstance(shard, str) or shard in ("", ".", "..") or "\\" in shard or Path(shard).name != shard:
+        raise ValueError(f"{index}: weight_map names the shard {shard!r}, which is not a file name in the model "
+                         "directory; shards are plain file names beside the index")  # fmt: skip
+    return True
+
+
 def load_hf(directory: str | Path) -> AlbertForPretraining:
     """An AlbertForPretraining from a transformers ALBERT directory saved by any of its ALBERT classes."""
     directory = Path(directory)
@@ -69,6 +79,7 @@ def load_hf(directory: str | Path) -> AlbertForPretraining:
         what = "a litebert directory" if data.get("litebert") else "its config.json has no model_type 'albert'"
         raise ValueError(f"{directory}: not a transformers ALBERT directory ({what})")
     config = config_from_hf(data)
+    check_model_size(config, copies=LOADING_COPIES, what=str(directory / CONFIG_FILE))  # before any tensor is made
     model = AlbertForPretraining(config)
     raw = read_hf_weights(directory)
     heads = sorted(k for k in raw if k.startswith(TASK_HEAD_PREFIXES))
@@ -144,6 +155,15 @@ _HEAD_OF_TASK = {
 }  # fmt: skip
 
 
+# Files whose presence means a directory holds a model: litebert's, a fine-tuned one's, or transformers'.
+MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorch_model.bin", HEAD_FILE, META_FILE)
+
+
+def model_files(directory: str | Path) -> list[str]:
+    """The MODEL_FILES in `directory`: a model there, which a tokenizer or a conversion must not be written over."""
+    return [name for name in MODEL_FILES if (Path(directory) / name).is_file()]
+
+
 def export_finetuned(src: Path, dst_dir: str | Path) -> Path:
     """A fine-tuned directory (its finetune.json and head.safetensors beside the model) as the transformers task
     model of its head, or as AlbertForPreTraining without the head where transformers has no class for it."""
@@ -166,7 +186,9 @@ def export_finetuned(src: Path, dst_dir: str | Path) -> Path:
     if "out.weight" not in head:
         raise ValueError(f"{src / HEAD_FILE}: no out.weight, the {kind} head's layer (tensors: {sorted(head)})")
     task, state, fields = _TASK_CLASSES[kind], meta.get("state") or {}, {}
-    labels, outputs = state.get("labels"), head["out.weight"].shape[0]
+    labels, outputs = state.get("labels") if isinstance(state, dict) else None, head["out.weight"].shape[0]
+    if labels is not None and not (isinstance(labels, list) and all(isinstance(x, str) for x in labels)):
+        raise ValueError(f"{src / META_FILE}: field 'state.labels' must be a list of label names, got {labels!r}")
     if kind != "choice":  # the choice class has one unit whatever num_labels says
         fields["num_labels"] = outputs
     if kind == "sequence":

@@ -6,6 +6,8 @@ litebert.load, litebert.save and the `litebert convert` commands are these funct
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from torch import nn
@@ -15,31 +17,24 @@ from litebert.hf.convert import (
     check_distinct,
     export_finetuned,
     load_hf,
+    model_files,
     save_hf,
 )
 from litebert.hf.names import config_from_hf
+from litebert.hf.tf_checkpoint import CONFIG_NAME as TF_CONFIG_FILE
+from litebert.hf.tf_checkpoint import is_tf_checkpoint_dir, load_tf, read_albert_config
 from litebert.hf.tokenizer import copy_tokenizer_with_hf_files
-from litebert.io import read_json
+from litebert.io import read_json, staged_files
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.weights import (
     CONFIG_FILE,
-    HEAD_FILE,
     META_FILE,
-    WEIGHTS_FILE,
     config_from_json,
     load_model,
     read_config_json,
     save_model,
 )
-
-# Files whose presence means a directory holds a model: litebert's, a fine-tuned one's, or transformers'.
-MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, f"{WEIGHTS_FILE}.index.json", "pytorch_model.bin", HEAD_FILE, META_FILE)
-
-
-def model_files(directory: str | Path) -> list[str]:
-    """The MODEL_FILES in `directory`: a model there, which a tokenizer or a conversion must not be written over."""
-    return [name for name in MODEL_FILES if (Path(directory) / name).is_file()]
 
 
 def is_transformers_config(data: dict) -> bool:
@@ -51,8 +46,10 @@ def _config(data: dict, where: Path) -> ModelConfig:
 
 
 def load_config(directory: str | Path) -> ModelConfig:
-    """The ModelConfig of a litebert or transformers ALBERT directory."""
+    """The ModelConfig of a litebert, transformers ALBERT or official TF checkpoint directory."""
     directory = Path(directory)
+    if not (directory / CONFIG_FILE).is_file() and is_tf_checkpoint_dir(directory):
+        return read_albert_config(directory / TF_CONFIG_FILE)
     return _config(read_config_json(directory), directory / CONFIG_FILE)
 
 
@@ -69,9 +66,12 @@ def read_model_config(path: str | Path) -> ModelConfig:
 
 
 def load(directory: str | Path) -> AlbertForPretraining:
-    """Load an AlbertForPretraining from a litebert directory or a transformers ALBERT directory, in eval
-    mode (as transformers' from_pretrained; call .train() to train it)."""
+    """Load an AlbertForPretraining from a litebert directory, a transformers ALBERT directory or an official TF
+    checkpoint directory (albert_config.json beside model.ckpt-*), in eval mode (as transformers' from_pretrained;
+    call .train() to train it)."""
     directory = Path(directory)
+    if not (directory / CONFIG_FILE).is_file() and is_tf_checkpoint_dir(directory):
+        return load_tf(directory)
     if is_transformers_config(read_config_json(directory)):
         return load_hf(directory).eval()
     return load_model(directory)
@@ -91,7 +91,10 @@ def import_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
     new or empty (see convert.check_destination)."""
     check_distinct(src_dir, dst_dir)
     check_destination(dst_dir, model_files(dst_dir))
-    return save(load_hf(src_dir), dst_dir, tokenizer_dir=src_dir)
+    model = load_hf(src_dir)
+    with _converting_into(dst_dir) as stage:
+        save(model, stage, tokenizer_dir=src_dir)
+    return Path(dst_dir)
 
 
 def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
@@ -102,6 +105,19 @@ def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
     empty (see convert.check_destination)."""
     check_distinct(src_dir, dst_dir)
     check_destination(dst_dir, model_files(dst_dir))
-    if (Path(src_dir) / META_FILE).is_file():
-        return export_finetuned(Path(src_dir), dst_dir)
-    return save_hf(load(src_dir), dst_dir, tokenizer_dir=src_dir)
+    with _converting_into(dst_dir) as stage:
+        if (Path(src_dir) / META_FILE).is_file():
+            export_finetuned(Path(src_dir), stage)
+        else:
+            save_hf(load(src_dir), stage, tokenizer_dir=src_dir)
+    return Path(dst_dir)
+
+
+@contextmanager
+def _converting_into(dst_dir: str | Path) -> Iterator[Path]:
+    """dst_dir locked, and a staging directory whose files move into it once all are written (a failure, a full
+    disk included, leaves dst_dir as it was, so the conversion can simply be run again); checked again under the
+    lock, for a conversion that wrote there meanwhile."""
+    with staged_files(dst_dir, "the destination names the directory to convert into") as stage:
+        check_destination(dst_dir, model_files(dst_dir))
+        yield stage

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from litebert.model.albert import layer_groups
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 
@@ -123,6 +124,13 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
         raise ValueError(
             f"sharing={config.sharing!r} (only the {config.sharing} is shared across layers) has no "
             "transformers ALBERT equivalent; export supports sharing 'all' (with any grouping) and 'none'"
+        )
+    L, G = config.num_layers, config.num_hidden_groups
+    if config.sharing == "all" and layer_groups(L, G, config.group_rule) != layer_groups(L, G):
+        raise ValueError(
+            f"group_rule={config.group_rule!r}: {L} layers in {G} groups are assigned to groups otherwise than "
+            "transformers' ALBERT assigns them (int(i / (L / G))), so a transformers model could not compute "
+            "what this one does"
         )
     data = {theirs: getattr(config, ours) for ours, theirs in _CONFIG_NAMES.items()}
     if config.sharing == "none":  # every layer its own group of one block

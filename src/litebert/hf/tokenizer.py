@@ -3,14 +3,13 @@ special_tokens_map.json, written beside a litebert tokenizer; and the flags tran
 gives a tokenizer litebert did not write.
 
 transformers 5.x AlbertTokenizer rebuilds its normaliser from its own flags (NFKD + StripAccents with no
-recomposition turns about a third of Korean pieces into <unk>, PAPER.md §4), so the files written here name
+recomposition turns about a third of Korean pieces into <unk>, docs/paper.md §4), so the files written here name
 PreTrainedTokenizerFast and ship a tokenizer.json that reproduces litebert's Normalizer step by step.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
@@ -18,7 +17,7 @@ from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers,
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers.models import Unigram
 
-from litebert.io import read_json, write_json
+from litebert.io import copy_file, read_json, write_bytes, write_json
 from litebert.text.normalize import COMPAT_JAMO, JAMO_STAND_IN, Normalizer, char_class, combining_marks, invisible_chars
 from litebert.tokenizer.tokenizer import (
     MODEL_FILE,
@@ -92,7 +91,7 @@ def write_hf_tokenizer_files(tok: Tokenizer, directory: str | Path | None = None
     own, beside its spiece.model), so that `transformers.AutoTokenizer.from_pretrained(dir)` gives litebert's ids
     (Korean included)."""
     directory = Path(directory if directory is not None else tok.dir)
-    build_hf_tokenizer(tok).save(str(directory / "tokenizer.json"))
+    write_bytes(directory / "tokenizer.json", build_hf_tokenizer(tok).to_str(pretty=True).encode("utf-8"))
     names = {f"{k}_token": v for k, v in SPECIAL_TOKENS.items()}
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
@@ -134,7 +133,7 @@ def copy_tokenizer_with_hf_files(src: str | Path, dst: str | Path) -> None:
     copy_tokenizer(src, dst)
     for name in HF_TOKENIZER_FILES:
         if (src / name).is_file():
-            shutil.copy2(src / name, dst / name)
+            copy_file(src / name, dst / name)
     if not (dst / MODEL_FILE).is_file():  # a transformers directory with tokenizer.json alone
         return
     if not (dst / SETTINGS_FILE).is_file():

@@ -292,18 +292,29 @@ class FeedForward(nn.Module):
         return self.norm(x + self.dropout(self.down(activation(self.act, self.up(x)))))
 
 
+def layer_groups(num_layers: int, num_groups: int, rule: str = "transformers") -> list[int]:
+    """The parameter group of each layer: transformers' int(i / (L / G)) (AlbertTransformer), or the official
+    modeling.py's int(i / L * G) (rule "official"). Both mean i * G // L, and float rounding moves one or the
+    other off it for 24 shapes up to 48 layers, 36 layers in all (L = G = 22: the official code runs group 14
+    at layers 14 and 15 and never uses group 15; transformers runs group 15 there). Each must be read with its
+    own rule to compute what it was trained to compute (ModelConfig.group_rule)."""
+    L, G = num_layers, num_groups
+    if rule == "official":
+        return [int(i / L * G) for i in range(L)]
+    return [int(i / (L / G)) for i in range(L)]
+
+
 def layer_schedule(config: ModelConfig) -> list[tuple[int, int]]:
     """For every block applied in depth order, the index of the attention and of the FFN parameters it uses.
 
-    With sharing "all", layer i uses group int(i / (L / groups)), transformers' expression (the official
-    int(i / L * groups) rounds differently in rare cases: L = groups = 22, layer 15), and runs that
-    group's `inner_group_num` blocks in turn, so a group's blocks are numbered g * inner + j. "attention" and
-    "ffn" share one module of that kind across all layers and give every layer its own other half (the
-    paper's Table 5); "none" gives every layer its own block (BERT).
+    With sharing "all", layer i uses group `layer_groups` gives it (by ModelConfig.group_rule: transformers'
+    expression, or the official one) and runs that group's `inner_group_num` blocks in turn, so a group's blocks
+    are numbered g * inner + j. "attention" and "ffn" share one module of that kind across all layers and give
+    every layer its own other half (the paper's Table 5); "none" gives every layer its own block (BERT).
     """
     L, G, inner = config.num_layers, config.num_hidden_groups, config.inner_group_num
     if config.sharing == "all":
-        groups = [int(i / (L / G)) for i in range(L)]
+        groups = layer_groups(L, G, config.group_rule)
         return [(g * inner + j, g * inner + j) for g in groups for j in range(inner)]
     if config.sharing == "attention":
         return [(0, i) for i in range(L)]

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from litebert.io import read_json, write_json
+from litebert.io import from_dict, read_json, write_json
 
 SHARING = ("all", "attention", "ffn", "none")
+# Any size past this is no model (torch's sizes overflow long before): refused here with its field named. Sizes
+# below it may still not fit in memory: litebert.model.params.check_model_size says so before building.
+MAX_DIMENSION = 2**31 - 1
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
+# How layer i finds its group (model/albert.py: layer_groups): transformers' int(i / (L / G)), or the official
+# code's int(i / L * G); float rounding sets them apart for a few shapes (22 layers in 22 groups, layer 15).
+GROUP_RULES = ("transformers", "official")
 
 
 @dataclass(kw_only=True)
@@ -20,7 +26,8 @@ class ModelConfig:
 
     Cross-layer sharing follows the official code: `num_hidden_groups` parameter groups, layer i uses group
     int(i / (num_layers / num_hidden_groups)) (transformers' expression, which checkpoints exchanged with it
-    need; the official int(i / num_layers * num_hidden_groups) differs by float rounding in rare cases), each
+    need; the official int(i / num_layers * num_hidden_groups) differs by float rounding for 24 shapes up to 48
+    layers, and `group_rule="official"`, which official checkpoints are read with, follows it), each
     group holds `inner_group_num` blocks. `sharing` picks which
     parts of a block are shared across the layers of a group: both ("all"), only attention, only the FFN, or
     nothing ("none", every layer owns its block: BERT). `embedding_projection` decides whether the E->H
@@ -46,6 +53,12 @@ class ModelConfig:
     hidden_act: str = "gelu_new"
     initializer_range: float = 0.02
     embedding_projection: bool | None = None
+    group_rule: str = field(
+        default="transformers",
+        metadata={"help": "layer i's group: 'transformers' int(i / (L / G)), or 'official' int(i / L * G) (as "
+                  "official checkpoints need); they differ for a few shapes only (22 layers in 22 groups)",
+                  "choices": GROUP_RULES},
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         for name in (
@@ -61,8 +74,10 @@ class ModelConfig:
             "type_vocab_size",
         ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DIMENSION:
+                huge = isinstance(value, int) and value > MAX_DIMENSION
+                shown = f" of at most {MAX_DIMENSION:,}, got {value:.3g}" if huge else f", got {value!r}"
+                raise ValueError(f"ModelConfig.{name} must be a positive integer{shown}")
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"ModelConfig.hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads})"
@@ -79,6 +94,8 @@ class ModelConfig:
                 f"ModelConfig.sharing={self.sharing!r} is defined for one group of one block; "
                 "num_hidden_groups and inner_group_num must be 1 (use sharing='all' for grouped sharing)"
             )
+        if self.group_rule not in GROUP_RULES:
+            raise ValueError(f"ModelConfig.group_rule must be one of {GROUP_RULES}, got {self.group_rule!r}")
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"ModelConfig.hidden_act must be one of {ACTIVATIONS}, got {self.hidden_act!r}")
         for name in ("hidden_dropout", "attention_dropout", "classifier_dropout"):
@@ -116,16 +133,7 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> ModelConfig:
         """Build from a dict, refusing unknown keys and wrong types with a message naming the field."""
-        if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"{source}: unknown ModelConfig field(s) {unknown}; known: {sorted(known)}")
-        try:
-            return cls(**data)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{source}: {exc}") from exc
+        return from_dict(cls, data, source=source)
 
     def save(self, path: str | Path) -> None:
         write_json(self.to_dict(), path)  # atomically: a reader never finds half a file

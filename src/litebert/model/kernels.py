@@ -10,7 +10,7 @@ same fusion (`mkldnn::_linear_pointwise`). Without autograd only: it has no back
 
 On a 2-core AMX Xeon, linear + tanh-GELU at 1,000 tokens x 128 -> 512 is 2.2x faster in bf16 and 1.9x in fp32
 (python benchmarks/fused_dense.py), which took the tiny preset's inference from 1.78x transformers' speed to
-2.19-2.36x in bf16 and from 2.05x to 2.08-2.36x in fp32 (benchmarks/throughput.py, README).
+2.19-2.36x in bf16 and from 2.05x to 2.08-2.36x in fp32 (benchmarks/throughput.py, docs/log.md).
 """
 
 from __future__ import annotations

@@ -1,17 +1,34 @@
-"""Parameter counting: a model's count broken down by part, and the paper's tables computed by the model.
+"""Parameter counting: a model's count broken down by part, the paper's tables computed by the model, and the
+check that a model fits in memory before any of its tensors is made.
 
 Counts come from building the real modules (on the meta device, so xxlarge costs no memory), never from a
-formula kept beside the code, so the table cannot drift from what `model.py` builds.
+formula kept beside the code, so the table cannot drift from what `model.py` builds. A config of more than
+BUILT_UNITS layers (or groups) is counted from two builds of one and two: at a given sharing, every layer (or
+group) adds the same parameters, so the count is exact without building a billion layers.
+
+`check_model_size` refuses, with the figures, a model whose float32 weights (times the copies a use needs:
+loading holds the file's tensors beside the model's, training adds gradients and two optimizer moments) exceed the
+memory available: the host's, or a CUDA device's. Setting LITEBERT_MAX_PARAMS replaces that check by a limit on
+the parameter count (a shared machine's policy, or a memory figure litebert cannot see).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from litebert.model.config import ModelConfig, preset
 from litebert.model.heads import AlbertForPretraining
+
+BUILT_UNITS = 64  # layers (groups with sharing "all") up to which the model is built whole to be counted
+BYTES_PER_PARAM = 4  # float32 weights (bf16 and fp16 training keep float32 master weights)
+TRAINING_COPIES = 4  # weights, gradients and the two moments of LAMB or AdamW
+LOADING_COPIES = 2  # the tensors read from the file, and the model's own
+MAX_PARAMS_ENV = "LITEBERT_MAX_PARAMS"
 
 
 @dataclass(frozen=True)
@@ -31,7 +48,43 @@ class ParamCount:
 
 
 def count_parameters(config: ModelConfig) -> ParamCount:
-    with torch.device("meta"):
+    """The exact parameter count of AlbertForPretraining(config), by part."""
+    if _units(config) <= BUILT_UNITS:
+        return _built(config)
+    return extrapolated_count(config)
+
+
+def _units(config: ModelConfig) -> int:
+    """What the encoder's parameters grow with: the groups with sharing "all", else the layers."""
+    return config.num_hidden_groups if config.sharing == "all" else config.num_layers
+
+
+def extrapolated_count(config: ModelConfig) -> ParamCount:
+    """The count of `config` from builds with one and two layers (groups): each adds the same parameters."""
+
+    def with_units(n: int) -> ModelConfig:
+        grouped = {"num_hidden_groups": n} if config.sharing == "all" else {}
+        return replace(config, num_layers=n, **grouped)
+
+    one, two = _built(with_units(1)), _built(with_units(2))
+    n = _units(config)
+    return ParamCount(**{f.name: getattr(one, f.name) + (n - 1) * (getattr(two, f.name) - getattr(one, f.name))
+                         for f in fields(ParamCount)})  # fmt: skip
+
+
+class _NoNormalInit(TorchFunctionMode):
+    """Leaves `normal_` undone while a model is built to be counted: a meta tensor has no values to draw, and the
+    first meta `normal_` of a process loads torch's reference implementations (about 2 CPU-seconds), which every
+    `litebert.load` would pay for its size check."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") == "normal_":  # the Tensor method, or torch.nn.init's function
+            return args[0] if args else (kwargs or {})["tensor"]
+        return func(*args, **(kwargs or {}))
+
+
+def _built(config: ModelConfig) -> ParamCount:
+    with torch.device("meta"), _NoNormalInit():
         model = AlbertForPretraining(config)
 
     def n(module: torch.nn.Module) -> int:
@@ -50,7 +103,7 @@ class PaperRow:
     name: str
     config: ModelConfig
     paper: str  # the paper's printed figure
-    official: int | None  # exact backbone count from the official code (PAPER.md section 2)
+    official: int | None  # exact backbone count from the official code (docs/paper.md §2)
 
 
 def _ablation(embedding_size: int, sharing: str) -> ModelConfig:
@@ -118,3 +171,96 @@ def with_overrides(config: ModelConfig, **overrides: object) -> ModelConfig:
     """A copy of `config` with the non-None overrides applied (and validated)."""
     changes = {k: v for k, v in overrides.items() if v is not None}
     return ModelConfig.from_dict({**config.to_dict(), **changes}) if changes else replace(config)
+
+
+class ModelTooLargeError(ValueError):
+    """A model that cannot fit where it would be made (or exceeds LITEBERT_MAX_PARAMS)."""
+
+
+def check_model_size(
+    config: ModelConfig, *, copies: int = 1, device: torch.device | str | None = None, shards: int = 1,
+    what: str = "ModelConfig",
+) -> ParamCount:  # fmt: skip
+    """Refuse `config` before any tensor is made when `copies` float32 copies of its weights (a `shards`-th of them
+    each, as FSDP spreads them) exceed the memory available on `device` (None or a CPU: the host's), or, with
+    LITEBERT_MAX_PARAMS set, when its parameters exceed that number instead. Returns the count. `what` names the
+    config in the message (e.g. its file)."""
+    count = count_parameters(config)
+    total = count.total
+    limit = _max_params()
+    if limit is not None:
+        if total > limit:
+            raise ModelTooLargeError(f"{what}: a model of {total:,} parameters, more than {MAX_PARAMS_ENV}={limit:,}")
+        return count
+    needed = total * BYTES_PER_PARAM * copies // shards
+    free, where = available_memory(device)
+    if free is not None and needed > free:
+        uses = "weights, gradients and optimizer state" if copies >= TRAINING_COPIES else f"{copies} copies"
+        uses = (f" ({uses})" if copies > 1 else "") + (f" on each of {shards} devices" if shards > 1 else "")
+        raise ModelTooLargeError(
+            f"{what}: a model of {total:,} parameters, {needed / 1e9:,.1f} GB in float32{uses}, more than the "
+            f"{free / 1e9:,.1f} GB of {where} available; choose a smaller config (num_layers, hidden_size, "
+            f"intermediate_size, vocab_size x embedding_size), or set {MAX_PARAMS_ENV} to check against a limit "
+            "of your own instead"
+        )
+    return count
+
+
+def _max_params() -> int | None:
+    raw = os.environ.get(MAX_PARAMS_ENV, "").strip().replace("_", "")
+    if not raw:
+        return None
+    try:
+        value = int(float(raw)) if any(c in raw for c in ".eE") else int(raw)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{MAX_PARAMS_ENV} must be a number of parameters (e.g. 2e9), got {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"{MAX_PARAMS_ENV} must be a positive number of parameters, got {raw!r}")
+    return value
+
+
+def available_memory(device: torch.device | str | None = None) -> tuple[int | None, str]:
+    """(bytes free, where) on `device`: a CUDA device's free memory, else the host's available memory (Linux's
+    MemAvailable, within the cgroup's limit; the physical memory where that is unknown; None: no figure)."""
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0]), f"free memory on {device}"
+    free = _meminfo_available()
+    limit = _cgroup_room()
+    if free is not None and limit is not None:
+        free = min(free, limit)
+    if free is None:
+        try:
+            free = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None, "host memory"
+    return free, "host memory"
+
+
+def _meminfo_available() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_room() -> int | None:
+    """What the process's memory cgroup (v2, else v1) still allows: its limit less what it uses, page cache that
+    can be dropped aside; None without a limit."""
+    for limit_file, usage_file, stat_file, key in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat", "inactive_file"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+         "/sys/fs/cgroup/memory/memory.stat", "total_inactive_file"),
+    ):  # fmt: skip
+        try:
+            raw = Path(limit_file).read_text().strip()
+            if raw == "max" or int(raw) >= 1 << 60:
+                return None
+            stat = dict(line.split() for line in Path(stat_file).read_text().splitlines() if " " in line)
+            return int(raw) - int(Path(usage_file).read_text()) + int(stat.get(key, 0))
+        except (OSError, ValueError):
+            continue
+    return None

@@ -19,9 +19,10 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from litebert.io import read_json, write_json
+from litebert.io import naming_full_disk, read_json, write_json
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
+from litebert.model.params import LOADING_COPIES, check_model_size
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -49,7 +50,8 @@ def write_safetensors(tensors: dict[str, torch.Tensor], path: Path, metadata: di
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        save_file(tensors, tmp, metadata={**metadata, _DIGEST_KEY: tensors_digest(tensors)})
+        with naming_full_disk(path, needed=sum(t.numel() * t.element_size() for t in tensors.values())):
+            save_file(tensors, tmp, metadata={**metadata, _DIGEST_KEY: tensors_digest(tensors)})
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # a temporary file's 0600 would keep a shared model from other users
@@ -163,7 +165,9 @@ def load_model_config(directory: str | Path) -> ModelConfig:
 def load_model(directory: str | Path) -> AlbertForPretraining:
     """The AlbertForPretraining of a litebert model directory, in eval mode."""
     directory = Path(directory)
-    model = AlbertForPretraining(load_model_config(directory))
+    config = load_model_config(directory)
+    check_model_size(config, copies=LOADING_COPIES, what=str(directory / CONFIG_FILE))  # before any tensor is made
+    model = AlbertForPretraining(config)
     tensors = read_safetensors(directory / WEIGHTS_FILE)
     check_state_dict(model, tensors, directory / WEIGHTS_FILE)
     model.load_state_dict(tensors)

@@ -1,7 +1,8 @@
 """Raw documents -> sentences: the first stage of the pipeline.
 
-read.py       files and directories (.txt, .jsonl, .gz, .bz2) as a stream of documents; `prepare` writes the
-              official format (one sentence per line, a blank line between documents)
+read.py       files and directories (.txt, .jsonl, .parquet, .arrow, .gz, .bz2) as a stream of documents;
+              `prepare` writes the official format (one sentence per line, a blank line between documents)
+columnar.py   Parquet and Arrow files: one text column, row group by row group (pyarrow, the parquet extra)
 lines.py      a file as decoded lines: bad bytes replaced and reported, long lines in bounded pieces
 sentences.py  sentence splitting (sentencex plus repairs measured on English and Korean text)
 normalize.py  the text normalisation the tokenizer applies (the official preprocess_text, Korean kept whole)

@@ -7,6 +7,12 @@ class != 0, as the official code), recompose with NFC (so Hangul syllables, whic
 back whole; Hangul compatibility jamo, as in ㅋㅋ, are left as written), lowercase. With accents kept, NFC alone.
 litebert.hf.tokenizer writes the same steps into transformers' tokenizer.json; `normalize_aligned` keeps, for every
 output character, the span of the input it came from (offsets for span QA).
+
+The ``/'' -> " rule is not ALBERT's: the official preprocess_text has none. It comes from XLNet's
+prepro_utils.preprocess_text, which transformers' AlbertTokenizer took over (its tokenizer.json replaces both
+quotes too), so litebert, the transformers tokenizers it writes and transformers' own ALBERT tokenizer agree on
+text holding them, and the official code alone differs there (LaTeX-style quotes, as in PTB-tokenized text; the
+official vocabulary's nmt_nfkc rule leaves them alone too). Kept: every litebert tokenizer was trained with it.
 """
 
 from __future__ import annotations
@@ -135,7 +141,8 @@ def _strip_accents(text: str) -> str:
 
 @dataclass(kw_only=True)
 class Normalizer:
-    """preprocess_text of the official code, with NFC after accent stripping (Hangul survives)."""
+    """preprocess_text of the official code, with NFC after accent stripping (Hangul survives), and the ``/'' -> "
+    rule of transformers' AlbertTokenizer (not the official code's, see the module docstring)."""
 
     do_lower_case: bool = True
     strip_accents: bool = True
@@ -149,7 +156,7 @@ class Normalizer:
     def __call__(self, text: str) -> str:
         if self.drop_invisible:
             text = drop_invisible(text)
-        if "`" in text or "''" in text:
+        if "`" in text or "''" in text:  # transformers' (and XLNet's) rule, not the official preprocess_text's
             text = text.replace("``", '"').replace("''", '"')
         if text.isascii():  # fast path: NFKD and NFC are the identity on ASCII
             return " ".join((text.lower() if self.do_lower_case else text).split())

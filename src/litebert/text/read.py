@@ -1,10 +1,15 @@
-"""Raw documents -> sentences: corpus reading (.txt, .jsonl, the official format, .gz, .bz2) and `prepare`.
+"""Raw documents -> sentences: corpus reading (.txt, .jsonl, .parquet, .arrow, the official format, .gz, .bz2)
+and `prepare`.
 
-The pretraining data step (PAPER.md §3) wants documents as lists of sentences, one sentence per line and a blank
+The pretraining data step (docs/paper.md §3) wants documents as lists of sentences, one sentence per line and a blank
 line between documents (the official create_pretraining_data.py input). Users bring raw files instead, so this
 module reads files or directories as a stream (bounded reads: a 10 MB line is read in chunks, by
 lines.py), survives bad bytes (replaced, counted with file and byte offset in a `TextReport`) and
-splits paragraphs into sentences with sentences.py.
+splits paragraphs into sentences with sentences.py. A file's suffix says its format: JSON lines (.jsonl,
+.ndjson, a .json of objects) and columnar files (.parquet, .arrow, .feather, read by columnar.py: a directory
+written by `datasets.Dataset.save_to_disk` too) hold one document per record or row, in the field or column
+ReadConfig.text_field (--text-field); a record or row without text (a null) is skipped and counted. The same
+documents give the same sentences whichever of these formats holds them.
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ import os
 import re
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from litebert.io import READ_ERRORS, check_input_file, format_suffix, make_dir, open_bytes
+from litebert.io import READ_ERRORS, atomic_path, check_input_file, format_suffix, make_dir, open_bytes
+from litebert.text.columnar import check_column, column_values, is_columnar, is_datasets_metadata
 from litebert.text.lines import lines, not_text
 from litebert.text.normalize import is_blank
 from litebert.text.report import TextReport
@@ -27,7 +33,8 @@ from litebert.text.sentences import split_sentences, wrap_between_words
 
 # What a corpus yields changes with the reading and sentence-splitting rules; data builds record this number, so
 # that a build is never resumed (or reused) under other rules. Raise it with any change to what is read (or to
-# how examples are cut and masked from it).
+# how examples are cut and masked from it). A new format read from files that were skipped before (Parquet and
+# Arrow files were skipped as binary) leaves the rules for the others as they were.
 READER_VERSION = 5
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -37,21 +44,46 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 class ReadConfig:
     """How raw files become documents and sentences."""
 
-    documents: str = "blank_line"  # "blank_line": blank lines separate documents; "file": one per file
-    split: bool = True  # False: the input already has one sentence per line (the official format)
-    join_lines: bool = False  # True: the lines of a block are hard-wrapped text, joined before splitting
-    blank_lines_wrap: bool = False  # True (with documents="file"): blank lines are wraps too, joined like lines
-    # (files that leave a blank line after every wrapped line, as the Korean bills in ../shared/data)
-    # True (with join_lines or blank_lines_wrap): a wrapped line that does not end in whitespace was broken
-    # inside a word and is joined to the next without a space (text extracted from PDFs, as the Korean bills,
-    # whose wraps keep a trailing space where they fall between words)
-    wraps_split_words: bool = False
-    text_field: str = "text"  # the field holding the text in .jsonl records
-    language: str | None = None  # sentencex language; None: "ko" for paragraphs with Hangul, else "en"
-    chunk_bytes: int = 1 << 20  # longest read at once; longer lines are read and split in pieces
-    # A document is held whole in memory (pairs are drawn within it), so one longer than this is cut at the next
-    # sentence or line end, and the cut is reported: a file with no blank lines at all stays flat in memory.
-    max_document_chars: int = 4_000_000
+    documents: str = field(default="blank_line", metadata={
+        "help": "one document per file ('file'; default 'blank_line': blank lines separate documents)",
+        "flag": "--doc-per-file", "const": "file",
+    })  # fmt: skip
+    split: bool = field(default=True, metadata={
+        "help": "split paragraphs into sentences; --no-split: the input already has one sentence per line (the "
+                "official format)",
+    })  # fmt: skip
+    join_lines: bool = field(default=False, metadata={
+        "help": "the lines of a block are hard-wrapped text: join them before splitting",
+    })  # fmt: skip
+    blank_lines_wrap: bool = field(default=False, metadata={
+        "help": "with --doc-per-file: blank lines are wraps too, joined like lines (files that leave a blank line "
+                "after every wrapped line, as the Korean bills in tests/fixtures/corpora/ko)",
+    })  # fmt: skip
+    wraps_split_words: bool = field(default=False, metadata={
+        "help": "with --join-lines or --blank-lines-wrap: a wrapped line not ending in whitespace breaks inside a "
+                "word and joins the next without a space (text extracted from PDFs, as the Korean bills, whose "
+                "wraps keep a trailing space where they fall between words)",
+    })  # fmt: skip
+    text_field: str = field(default="text", metadata={
+        "help": "the field holding the text in .jsonl records, the column in .parquet and .arrow files",
+    })  # fmt: skip
+    language: str | None = field(default=None, metadata={
+        "help": "sentence splitter language, such as en, ko, ja or pt-BR (default: ko for paragraphs with Hangul, "
+                "else en)",
+    })  # fmt: skip
+    chunk_bytes: int = field(default=1 << 20, metadata={
+        "help": "longest read at once, in bytes; longer lines are read and split in pieces",
+    })  # fmt: skip
+    # A document is held whole in memory (pairs are drawn within it), so a file with no blank lines at all stays
+    # flat in memory this way.
+    max_document_chars: int = field(default=4_000_000, metadata={
+        "help": "a longer document is cut at the next sentence or line end, and the cut reported",
+    })  # fmt: skip
+    follow_links: bool = field(
+        default=False,
+        metadata={"help": "read symbolic links inside an input directory that lead out of it (skipped by default, "
+                          "with a warning naming them); a path given explicitly is always read"},
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.documents not in ("blank_line", "file"):
@@ -81,27 +113,27 @@ def path_list(paths: Paths) -> list[Path]:
     return [Path(paths)] if isinstance(paths, str | os.PathLike) else [Path(p) for p in paths]
 
 
-def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = ()) -> list[Path]:
+def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = (), follow_links: bool = False) -> list[Path]:
     """Expand files and directories (recursively, sorted, hidden entries left out); missing paths raise.
-    Files at or under an `exclude` path (a command's own output, when written inside its input) are left out."""
+    Files at or under an `exclude` path (a command's own output, when written inside its input) are left out.
+    Inside a directory, a symbolic link that leads out of it is skipped with a warning naming it (a link to
+    /etc/shadow put its lines into a vocabulary), unless `follow_links`; a path given explicitly is read as given."""
     files: list[Path] = []
     skip = [Path(p).resolve() for p in exclude]
+    outside: list[tuple[Path, Path]] = []  # (link, where it leads), skipped
     for raw in path_list(paths):
         path = Path(raw)
         if path.is_dir():
-            seen: set[Path] = set()  # a linked directory is read (it was skipped without a word), each once
-            for root, dirs, names in os.walk(path, followlinks=True):
-                real = Path(root).resolve()
-                if real in seen:  # a link back to a directory read already (a cycle)
-                    dirs[:] = []
-                    continue
-                seen.add(real)
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
+            files.extend(_walk(path, None if follow_links else outside))
         elif path.exists():
             files.append(check_input_file(path))
         else:
             raise FileNotFoundError(f"no such file or directory: {path}")
+    if outside:
+        link, target = outside[0]
+        warnings.warn(f"skipped {len(outside)} symbolic link(s) that lead out of their input directory (first: "
+                      f"{link} -> {target}); pass --follow-links (ReadConfig.follow_links) to read them",
+                      stacklevel=2)  # fmt: skip
     if skip:
         files = [f for f in files if not any(r == x or x in r.parents for r in [f.resolve()] for x in skip)]
     if not files:
@@ -112,6 +144,33 @@ def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = ()) -> list[Path
     if again:  # a file read twice would put its text on both sides of the held-out split
         warnings.warn(f"{len(again)} file(s) given more than once are read once (first: {again[0]})", stacklevel=2)
     return list(unique.values())
+
+
+def _walk(top: Path, outside: list[tuple[Path, Path]] | None) -> list[Path]:
+    """The files under directory `top`, sorted, hidden ones left out; links that lead out of `top` are appended to
+    `outside` and skipped (followed when `outside` is None)."""
+    files: list[Path] = []
+    real_top = top.resolve()
+    seen: set[Path] = set()  # a linked directory is read (it was skipped without a word), each once
+
+    def inside(entry: Path) -> bool:
+        if outside is None or not entry.is_symlink():
+            return True
+        target = entry.resolve()
+        if target == real_top or real_top in target.parents:
+            return True
+        outside.append((entry, target))
+        return False
+
+    for root, dirs, names in os.walk(top, followlinks=True):
+        real = Path(root).resolve()
+        if real in seen:  # a link back to a directory read already (a cycle)
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = [d for d in sorted(dirs) if not d.startswith(".") and inside(Path(root) / d)]
+        files.extend(Path(root) / n for n in sorted(names) if not n.startswith(".") and inside(Path(root) / n))
+    return files
 
 
 def read_documents(
@@ -126,20 +185,29 @@ def read_documents(
     Paths are checked at once (FileNotFoundError naming the path, ValueError for inputs holding no file); a
     corpus that yields no sentence raises ValueError at the end of the stream.
     """
-    files = iter_files(paths, exclude=exclude)
-    jsonl = {f for f in files if _is_jsonl(f)}  # a JSON array is refused now, not after the files before it
-    return _documents(files, jsonl, report if report is not None else TextReport(), config or ReadConfig())
+    config = config or ReadConfig()
+    files = iter_files(paths, exclude=exclude, follow_links=config.follow_links)
+    return _read(files, report if report is not None else TextReport(), config)
+
+
+def _read(files: list[Path], report: TextReport, config: ReadConfig) -> Iterator[list[str]]:
+    # Refused now, not after the files before them: a JSON array, a columnar file without its text column.
+    jsonl = {f for f in files if _is_jsonl(f)}
+    for f in files:
+        if is_columnar(f):
+            check_column(f, config.text_field)
+    return _documents(files, jsonl, report, config)
 
 
 def _documents(files: list[Path], jsonl: set[Path], report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
     for path in files:
-        why = not_text(path)
+        why = None if is_columnar(path) else _not_corpus(path) or not_text(path)
         if why:
             report.skipped += 1
             report.note(f"{path}: skipped, {why}")
             continue
         report.files += 1
-        reader = _jsonl_documents if path in jsonl else _text_documents
+        reader = _columnar_documents if is_columnar(path) else _jsonl_documents if path in jsonl else _text_documents
         for doc in reader(path, report, cfg):
             report.documents += 1
             report.sentences += len(doc)
@@ -148,6 +216,13 @@ def _documents(files: list[Path], jsonl: set[Path], report: TextReport, cfg: Rea
     if report.documents == 0:
         names = ", ".join(str(p) for p in files[:5])  # iter_files gives at least one
         raise ValueError(f"empty corpus: no sentences found in {names} ({report.skipped} skipped)")
+
+
+def _not_corpus(path: Path) -> str | None:
+    """Why `path`, found beside the corpus files, holds no corpus text (None when it may)."""
+    if path.suffix == ".json" and is_datasets_metadata(path):
+        return "the metadata of a `datasets` save_to_disk directory (its text is in the .arrow files)"
+    return None
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -265,20 +340,37 @@ def _jsonl_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterato
             report.skipped += 1
             report.note(f"{path}:{line_no}: skipped, no string field {cfg.text_field!r}")
             continue
-        # A "\ud800" escape without its pair decodes to a lone surrogate, which no UTF-8 writer accepts (the
-        # output, sentencepiece): replaced and counted as an invalid UTF-8 sequence is.
-        value, lone = _LONE_SURROGATE.subn("\ufffd", value)
-        if lone:
-            report.invalid_bytes += lone
-            report.note(f"{path}:{line_no}: {lone} lone surrogate escape(s) in {cfg.text_field!r} replaced")
-        # A "\u0000" escape is removed as a NUL byte of a text file is (kept, it made the official format that
-        # `text prepare` writes read back as a binary file).
-        if "\x00" in value:
-            report.note(f"{path}:{line_no}: {value.count(chr(0))} NUL character(s) in {cfg.text_field!r} removed")
-            value = value.replace("\x00", "")
-        doc = [s for para in _record_paragraphs(value, cfg) for s in _paragraph(para, cfg)]
+        doc = _record_document(value, f"{path}:{line_no}", report, cfg)
         if doc:
             yield doc
+
+
+def _columnar_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator[list[str]]:
+    """A Parquet or Arrow file's rows, each read as a JSON record holding the same text is."""
+    for row, value in column_values(path, cfg.text_field, report):
+        if value is None:
+            report.skipped += 1
+            report.note(f"{path}: row {row}: skipped, null {cfg.text_field!r}")
+            continue
+        doc = _record_document(value, f"{path}: row {row}", report, cfg)
+        if doc:
+            yield doc
+
+
+def _record_document(value: str, where: str, report: TextReport, cfg: ReadConfig) -> list[str]:
+    """The sentences of one record's text (a JSON record's field, a columnar file's row); `where` names it."""
+    # A "\ud800" escape without its pair decodes to a lone surrogate, which no UTF-8 writer accepts (the
+    # output, sentencepiece): replaced and counted as an invalid UTF-8 sequence is.
+    value, lone = _LONE_SURROGATE.subn("\ufffd", value)
+    if lone:
+        report.invalid_bytes += lone
+        report.note(f"{where}: {lone} lone surrogate escape(s) in {cfg.text_field!r} replaced")
+    # A "\u0000" escape is removed as a NUL byte of a text file is (kept, it made the official format that
+    # `text prepare` writes read back as a binary file).
+    if "\x00" in value:
+        report.note(f"{where}: {value.count(chr(0))} NUL character(s) in {cfg.text_field!r} removed")
+        value = value.replace("\x00", "")
+    return [s for para in _record_paragraphs(value, cfg) for s in _paragraph(para, cfg)]
 
 
 def _record_paragraphs(text: str, cfg: ReadConfig) -> list[str]:
@@ -319,14 +411,14 @@ def prepare(paths: Paths, out: str | Path, *, config: ReadConfig | None = None) 
         raise IsADirectoryError(f"{out}: is a directory; --out names the file to write")
     if any(p.resolve() == out.resolve() for p in path_list(paths)):
         raise ValueError(f"{out}: the output is also an input; write it elsewhere")
-    tmp = out.with_name(out.name + ".tmp")
     opener = {".gz": gzip.open, ".bz2": bz2.open}.get(out.suffix.lower(), open)  # as open_bytes reads it back
-    docs = read_documents(paths, report=report, config=config, exclude=[out, tmp])  # checks the paths now
-    try:
-        with opener(tmp, "wt", encoding="utf-8", newline="\n") as f:
-            for i, doc in enumerate(docs):
-                f.write(("\n" if i else "") + "\n".join(doc) + "\n")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)  # an interrupted or failed run leaves no partial file
+    config = config or ReadConfig()
+    files = iter_files(paths, exclude=[out], follow_links=config.follow_links)  # checks the paths now
+    docs = _read(files, report, config)
+    size = sum(f.stat().st_size for f in files)  # about what the output takes (more for compressed inputs)
+    # A temporary file of this process, renamed when whole: an interrupted or failed run (a full disk said as
+    # one) leaves no partial file, and two runs writing the same --out each leave a whole one.
+    with atomic_path(out, needed=size) as tmp, opener(tmp, "wt", encoding="utf-8", newline="\n") as f:
+        for i, doc in enumerate(docs):
+            f.write(("\n" if i else "") + "\n".join(doc) + "\n")
     return report

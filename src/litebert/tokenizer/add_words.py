@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-from litebert.io import read_json
+from litebert.io import read_json, staged_files, write_bytes
 from litebert.text.lines import cp949_hint
 from litebert.tokenizer.tokenizer import (
     DIGIT_COMMA,
@@ -62,7 +63,11 @@ def _new_word(base: Tokenizer, where: str, word: str) -> str:
 
 
 def add_words(
-    tokenizer_dir: str | Path, words: str | Path | list[str], out_dir: str | Path
+    tokenizer_dir: str | Path,
+    words: str | Path | list[str],
+    out_dir: str | Path,
+    *,
+    also_write: Callable[[Tokenizer], None] | None = None,
 ) -> tuple[Tokenizer, list[str]]:
     """Write out_dir: the tokenizer of `tokenizer_dir` plus one "▁word" piece per new word, appended after the
     existing ids. Returns the new tokenizer and the words added (normalised; words already present are left).
@@ -76,6 +81,9 @@ def add_words(
     most likely piece, a new piece would re-split the words it begins: adding "u" would turn "▁us" into "▁u" "s".)
     Words added by earlier add-words calls (recorded in the settings file) are scored again with this call's, as
     if added together: their ids stay, and a new word they begin with never splits them.
+
+    The files (with whatever `also_write(tokenizer)` writes beside them: litebert.hf.write_hf_tokenizer_files)
+    appear together once all are written, as train_tokenizer's do.
     """
     out = Path(out_dir)
     check_tokenizer_out(out, source=Path(tokenizer_dir))
@@ -114,14 +122,17 @@ def add_words(
         scorer = Tokenizer(_with_scores(proto, scores, added).SerializeToString(), base.normalizer)
     proto = _with_scores(proto, scores, added)  # the new words in the order of the words file
     proto.trainer_spec.vocab_size = len(proto.pieces)
-    out.mkdir(parents=True, exist_ok=True)
     data = proto.SerializeToString()
-    (out / MODEL_FILE).write_bytes(data)
-    tok = Tokenizer(data, base.normalizer, out)
-    for word in everything:
-        if len(tok.encode(word)) != 1:  # cannot happen with the scores above; a guard for foreign models
-            raise ValueError(f"added word {word!r} does not encode to one piece in {out / MODEL_FILE}")
-    write_settings(tok, base_model_sha256=base.checksum, added_words=everything)
+    with staged_files(out, "--out names the tokenizer directory to write") as stage:
+        tok = Tokenizer(data, base.normalizer, stage)
+        for word in everything:
+            if len(tok.encode(word)) != 1:  # cannot happen with the scores above; a guard for foreign models
+                raise ValueError(f"added word {word!r} does not encode to one piece in {out / MODEL_FILE}")
+        write_bytes(stage / MODEL_FILE, data)
+        write_settings(tok, base_model_sha256=base.checksum, added_words=everything)
+        if also_write is not None:
+            also_write(tok)
+    tok.dir = out
     return tok, added
 
 

@@ -2,18 +2,17 @@
 normalisation, encoding with offsets, and the settings file beside it.
 
 Text is normalised (litebert.text.normalize) as the official preprocess_text
-(collapse whitespace, ``/'' -> ", NFKD + drop combining marks, lowercase) except that the stripped text is
-recomposed with NFC, so Hangul syllables that NFKD splits into jamo come back whole. The SentencePiece model is
-trained on text normalised the same way and uses the "identity" rule itself, so training, litebert's encode and
-the transformers tokenizer.json written beside it (litebert.hf.tokenizer) all see the same string.
+(collapse whitespace, NFKD + drop combining marks, lowercase) except that the stripped text is recomposed with
+NFC, so Hangul syllables that NFKD splits into jamo come back whole, and that ``/'' -> " as transformers'
+AlbertTokenizer does (a rule of XLNet's preprocessing the official ALBERT code does not have). The SentencePiece
+model is trained on text normalised the same way and uses the "identity" rule itself, so training, litebert's
+encode and the transformers tokenizer.json written beside it (litebert.hf.tokenizer) all see the same string.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import shutil
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 import sentencepiece as spm
 
-from litebert.io import read_json
+from litebert.io import copy_file, read_json, write_json
 from litebert.text.normalize import Normalizer, normalize_aligned
 
 MODEL_FILE = "spiece.model"
@@ -85,17 +84,19 @@ class Tokenizer:
         settings = _read_settings(directory)
         proto = model.read_bytes()
         expected = settings.pop("model_sha256", None)
-        if expected is not None and hashlib.sha256(proto).hexdigest() != expected:
+        if normalizer is None or (directory / SETTINGS_FILE).is_file():
+            normalizer = Normalizer(**settings)
+        try:  # parsed first: a corrupt or cut file is said to be one, not another tokenizer's
+            tok = cls(proto, normalizer, directory)
+        except RuntimeError as exc:  # sentencepiece's parse error
+            raise ValueError(f"{model}: not a SentencePiece model, or a damaged one ({exc}); train the tokenizer "
+                             "again, or copy it back from where it was trained") from None  # fmt: skip
+        if expected is not None and tok.checksum != expected:
             raise ValueError(
                 f"{model} does not match {directory / SETTINGS_FILE} (its model_sha256 differs): the two files "
                 "come from different tokenizers"
             )
-        if normalizer is None or (directory / SETTINGS_FILE).is_file():
-            normalizer = Normalizer(**settings)
-        try:
-            return cls(proto, normalizer, directory)
-        except RuntimeError as exc:  # sentencepiece's parse error
-            raise ValueError(f"{model}: not a SentencePiece model ({exc})") from None
+        return tok
 
     # -- vocabulary -------------------------------------------------------------------------------------------
     @property
@@ -358,11 +359,11 @@ def write_settings(tok: Tokenizer, **extra) -> None:
         "special_tokens": SPECIAL_TOKENS,
         **extra,
     }
-    (tok.dir / SETTINGS_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json(data, tok.dir / SETTINGS_FILE)
 
 
 def copy_tokenizer(src: str | Path, dst: str | Path) -> None:
-    """Copy litebert's tokenizer files of `src` (those it has) into `dst`."""
+    """Copy litebert's tokenizer files of `src` (those it has) into `dst`, each whole or not at all."""
     for name in TOKENIZER_FILES:
         if (Path(src) / name).is_file():
-            shutil.copy2(Path(src) / name, Path(dst) / name)
+            copy_file(Path(src) / name, Path(dst) / name)

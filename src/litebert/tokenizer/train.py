@@ -1,4 +1,4 @@
-"""Training a SentencePiece vocabulary the ALBERT way (PAPER.md §3-4): a unigram model with pad 0, unk 1,
+"""Training a SentencePiece vocabulary the ALBERT way (docs/paper.md §3-4): a unigram model with pad 0, unk 1,
 [CLS] 2, [SEP] 3, [MASK] 4, no bos/eos, character coverage 0.99995, sampled and shuffled input sentences,
 trained on text normalised as the `Tokenizer` encodes it; the result is a tokenizer directory (spiece.model and
 litebert's settings file; `litebert.hf.write_hf_tokenizer_files` adds transformers' files, as `litebert tokenizer
@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -17,6 +17,7 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tqdm import tqdm
 
+from litebert.io import staged_files, write_bytes
 from litebert.text.normalize import Normalizer
 from litebert.text.read import Paths, ReadConfig, read_documents
 from litebert.text.report import TextReport
@@ -25,17 +26,30 @@ from litebert.tokenizer.tokenizer import DIGIT_COMMA, MODEL_FILE, SPECIAL_TOKENS
 
 @dataclass(kw_only=True)
 class TokenizerTrainConfig:
-    """SentencePiece training settings (PAPER.md §4)."""
+    """SentencePiece training settings (docs/paper.md §4)."""
 
-    vocab_size: int = 30000
-    do_lower_case: bool = True
-    strip_accents: bool = True
-    character_coverage: float = 0.99995
-    input_sentence_size: int = 10_000_000  # at most this many sentences, a seeded uniform sample, are trained on
-    max_sentence_length: int = 16384  # bytes; longer sentences are skipped by sentencepiece
-    seed: int = 12345
-    num_threads: int = 1
-    read: ReadConfig = field(default_factory=ReadConfig)
+    vocab_size: int = field(default=30000, metadata={"help": "pieces in the vocabulary, special ones included"})
+    do_lower_case: bool = field(default=True, metadata={
+        "help": "keep case (do_lower_case false; default: lower-case)", "flag": "--cased", "const": False,
+    })  # fmt: skip
+    strip_accents: bool = field(default=True, metadata={
+        "help": "do not strip accents (default: strip them)", "flag": "--keep-accents", "const": False,
+    })  # fmt: skip
+    character_coverage: float = field(default=0.99995, metadata={
+        "help": "share of the characters the vocabulary covers; the rarest others become <unk>",
+    })  # fmt: skip
+    input_sentence_size: int = field(default=10_000_000, metadata={
+        "help": "sentences trained on at most: a seeded uniform sample of them",
+    })  # fmt: skip
+    max_sentence_length: int = field(default=16384, metadata={
+        "help": "longest sentence trained on, in bytes (longer ones are left out and counted)",
+    })  # fmt: skip
+    seed: int = field(default=12345, metadata={"help": "seed of the sample and of sentencepiece"})
+    num_threads: int = field(default=1, metadata={
+        "help": "sentencepiece's training threads (the same corpus, seed and threads give the same model)",
+        "flag": "--threads",
+    })  # fmt: skip
+    read: ReadConfig = field(default_factory=ReadConfig, metadata={"help": "how the corpus is read"})
 
     def __post_init__(self) -> None:
         if self.vocab_size < len(SPECIAL_TOKENS) + 10:
@@ -132,14 +146,32 @@ def train_tokenizer(
     config: TokenizerTrainConfig | None = None,
     progress: bool = False,
     report: TextReport | None = None,
+    also_write: Callable[[Tokenizer], None] | None = None,
 ) -> Tokenizer:
-    """Train a unigram SentencePiece model on raw text and write out_dir/{spiece.model, litebert_tokenizer.json}."""
+    """Train a unigram SentencePiece model on raw text and write out_dir/{spiece.model, litebert_tokenizer.json},
+    with whatever `also_write(tokenizer)` writes into the tokenizer's directory (litebert.hf.write_hf_tokenizer_files:
+    transformers' files). The files appear together, once all are written (litebert.io.staged_files): a failure,
+    a full disk included, leaves out_dir as it was; out_dir is locked meanwhile (a second writer is refused)."""
     cfg = config or TokenizerTrainConfig()
     if vocab_size is not None:
         cfg = dataclasses.replace(cfg, vocab_size=vocab_size)
     report = report if report is not None else TextReport()
     out = Path(out_dir)
     check_tokenizer_out(out)  # before hours of reading and training
+    with staged_files(out, "--out names the tokenizer directory to write") as stage:
+        proto = _train(inputs, out, cfg, progress, report)
+        settings = {"do_lower_case": cfg.do_lower_case, "strip_accents": cfg.strip_accents}
+        tok = Tokenizer(proto, Normalizer(**settings), stage)
+        write_bytes(stage / MODEL_FILE, proto)
+        write_settings(tok, train=asdict(cfg) | {"corpus": report.summary()})
+        if also_write is not None:
+            also_write(tok)
+    tok.dir = out
+    return tok
+
+
+def _train(inputs: Paths, out: Path, cfg: TokenizerTrainConfig, progress: bool, report: TextReport) -> bytes:
+    """The trained model, finalized (serialized ModelProto)."""
     docs = read_documents(inputs, report=report, config=cfg.read, exclude=[out])  # checks the paths now
     model = io.BytesIO()
     spm.set_random_generator_seed(cfg.seed)
@@ -176,13 +208,7 @@ def train_tokenizer(
             notes = f"; {report.messages[-1]}" if report.messages else ""
             msg = f"sentencepiece training failed ({report.sentences:,} sentences read from {report.files:,} file(s)"
             raise ValueError(f"{msg}{notes}): {exc}") from exc
-    proto = _finalize_model(model.getvalue())
-    out.mkdir(parents=True, exist_ok=True)  # only now: a failed training leaves no empty directory
-    (out / MODEL_FILE).write_bytes(proto)
-    settings = {"do_lower_case": cfg.do_lower_case, "strip_accents": cfg.strip_accents}
-    tok = Tokenizer(proto, Normalizer(**settings), out)
-    write_settings(tok, train=asdict(cfg) | {"corpus": report.summary()})
-    return tok
+    return _finalize_model(model.getvalue())
 
 
 def _finalize_model(model: bytes) -> bytes:

@@ -12,12 +12,13 @@ run.py         the run directory: refusing to clobber or mix runs, resume state,
 checkpoint.py  atomic, verified checkpoints
 state.py       what a checkpoint holds besides the model: optimizer, RNG and data position of every rank
 inputs.py      what a run reads must fit together (data, model, tokenizer)
-dist.py        torchrun, DDP / FSDP, collectives, rank-0-only IO
+dist.py        torchrun, DDP / FSDP, collectives, rank-0-only IO, decisions every rank shares, threads
 evaluate.py    held-out MLM and SOP/NSP accuracy against the baselines to beat
 metrics.py     metrics.jsonl, FLOPs, `litebert plot`
 precision.py   fp32 / bf16 / fp16 and "auto"
 synthetic.py   a synthetic batch source for tests and benchmarks
 job.py         the pretraining job end to end (corpus -> tokenizer -> data -> pretrain), the default run
+restart.py     start or continue from one command (--resume auto): the job's record, what may differ, resume checks
 """
 
 from litebert.train.config import TrainConfig

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from litebert.io import naming_full_disk
+
 MARKER = "complete.json"
 TRAINER_STATE = "trainer.pt"
 PREFIX = "step_"
@@ -63,14 +65,51 @@ def save_checkpoint(
     is better) decides which checkpoint is kept as "best" besides the last `keep_last`.
     """
     root = checkpoint_dir(run_dir)
-    root.mkdir(parents=True, exist_ok=True)
     final = root / f"{PREFIX}{step:08d}"
     tmp = root / f"{TMP_PREFIX}{final.name}-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
+    try:
+        with naming_full_disk(final, _checkpoint_bytes(root, trainer_state)):
+            root.mkdir(parents=True, exist_ok=True)
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            tmp.mkdir()
+            _write_checkpoint(tmp, step, metric, write_model, trainer_state)
+            if final.exists():  # a re-save of the same step (e.g. final == periodic): replace it whole
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+            _fsync_dir(root)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a resume after freeing space finds no half-written directory
+        raise
+    prune(run_dir, keep_last)
+    return final
+
+
+def _checkpoint_bytes(root: Path, trainer_state: dict[str, Any]) -> int:
+    """What a checkpoint takes: the size of the newest one, else an estimate from its trainer state's tensors (the
+    weights beside them are about half the optimizer's two moments)."""
+    done = [p for p in sorted(root.glob(f"{PREFIX}*")) if (p / MARKER).is_file()] if root.is_dir() else []
+    if done:
+        return sum(f.stat().st_size for f in done[-1].rglob("*") if f.is_file())
+    tensors = [t for t in _leaves(trainer_state) if isinstance(t, torch.Tensor)]
+    return sum(t.numel() * t.element_size() for t in tensors) * 3 // 2
+
+
+def _leaves(obj: Any) -> list[Any]:
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in _leaves(v)]
+    if isinstance(obj, list | tuple):
+        return [x for v in obj for x in _leaves(v)]
+    return [obj]
+
+
+def _write_checkpoint(
+    tmp: Path, step: int, metric: float | None, write_model: Callable[[Path], None], trainer_state: dict[str, Any]
+) -> None:
+    """Every file of a checkpoint into `tmp`, fsynced, the completion marker last."""
     write_model(tmp)
-    torch.save(trainer_state, tmp / TRAINER_STATE)
+    with (tmp / TRAINER_STATE).open("wb") as f:  # a file object: a full disk is an OSError, not torch's words
+        torch.save(trainer_state, f)
     files = sorted(p for p in tmp.rglob("*") if p.is_file())
     for p in files:
         with p.open("rb+") as f:
@@ -79,12 +118,6 @@ def save_checkpoint(
     (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
     with (tmp / MARKER).open("rb+") as f:
         os.fsync(f.fileno())
-    if final.exists():  # a re-save of the same step (e.g. final == periodic): replace it whole
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    _fsync_dir(root)
-    prune(run_dir, keep_last)
-    return final
 
 
 def read_marker(path: str | Path) -> dict[str, Any]:
@@ -209,7 +242,12 @@ def load_trainer_state(path: str | Path) -> dict[str, Any]:
     """The trainer state of a verified checkpoint (safe load: tensors and plain containers only)."""
     path = Path(path)
     verify_checkpoint(path)
-    return torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True)
+    try:
+        return torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch's UnpicklingError suggests weights_only=False: never here
+        raise ValueError(f"{path / TRAINER_STATE}: not a litebert checkpoint's trainer state: it holds objects other "
+                         "than tensors and plain containers, which litebert never saves and will not unpickle "
+                         f"({type(exc).__name__})") from None  # fmt: skip
 
 
 def rng_state() -> dict[str, Any]:

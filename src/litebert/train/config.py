@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from litebert.io import check_types, from_dict, write_json
 
-OPTIMIZERS = ("lamb", "adamw")
+# lamb: ALBERT's pretraining LAMB; adamw_official: ALBERT's fine-tuning Adam (no bias correction); adamw: torch's
+OPTIMIZERS = ("lamb", "adamw", "adamw_official")
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")  # auto: bf16 where the device has bf16 units
 PARALLEL = ("ddp", "fsdp")
 DEVICES = ("auto", "cpu", "cuda")
@@ -17,41 +18,69 @@ DEVICES = ("auto", "cpu", "cuda")
 
 @dataclass(kw_only=True)
 class TrainConfig:
-    """How to pretrain. Defaults are the paper's (PAPER.md section 5) except the batch, which callers size.
+    """How to pretrain. Defaults are the paper's (docs/paper.md §5) except the batch, which callers size.
 
     `batch_size` is the GLOBAL micro-batch (sequences per forward pass summed over all ranks); one optimizer
     step sees `batch_size * grad_accum` sequences, so a laptop reaches the paper's 4096 with accumulation.
     `warmup_steps=None` means `warmup_ratio` of `max_steps`, by default the paper's 3125 / 125000 = 2.5%.
     """
 
-    max_steps: int = 125_000
-    batch_size: int = 32
-    grad_accum: int = 1
-    optimizer: str = "lamb"
-    lr: float = 0.00176
-    warmup_steps: int | None = None
-    warmup_ratio: float = 0.025  # of max_steps, when warmup_steps is None
-    lr_decay_power: float = 1.0
-    end_lr: float = 0.0
-    weight_decay: float = 0.01
-    beta1: float = 0.9
-    beta2: float = 0.999
-    eps: float = 1e-6
-    max_grad_norm: float = 1.0
-    precision: str = "fp32"
-    seed: int = 0
-    save_every: int = 1000
-    keep_last: int = 3
-    eval_every: int = 1000
-    eval_batches: int | None = None
-    log_every: int = 10
-    parallel: str = "ddp"
-    grad_checkpointing: bool = False
-    compile: bool = False  # torch.compile the model: eager's arithmetic (dropout draws differ); slow to compile on CPU
-    deterministic: bool = True
-    device: str = "auto"
-    tensorboard: bool = True
-    progress: bool = True
+    max_steps: int = field(default=125_000, metadata={"help": "optimizer steps to train"})
+    batch_size: int = field(default=32, metadata={
+        "help": "global micro-batch: sequences per forward pass, summed over all processes, before accumulation",
+    })  # fmt: skip
+    grad_accum: int = field(default=1, metadata={
+        "help": "micro-batches per optimizer step (a step sees batch_size * grad_accum sequences)",
+    })  # fmt: skip
+    optimizer: str = field(default="lamb", metadata={
+        "help": "lamb (the paper's), adamw_official (ALBERT's fine-tuning Adam: no bias correction) or adamw "
+                "(torch's, bias-corrected)",
+        "choices": OPTIMIZERS,
+    })  # fmt: skip
+    lr: float = field(default=0.00176, metadata={"help": "peak learning rate"})
+    warmup_steps: int | None = field(default=None, metadata={
+        "help": "linear warmup steps (default: warmup_ratio of max_steps; the paper: 3125 of 125000)",
+    })  # fmt: skip
+    warmup_ratio: float = field(default=0.025, metadata={
+        "help": "warmup as a share of max_steps, when warmup_steps is not given",
+    })  # fmt: skip
+    lr_decay_power: float = field(default=1.0, metadata={
+        "help": "power of the decay from the peak to end_lr at max_steps (1: linear, the paper's)",
+    })  # fmt: skip
+    end_lr: float = field(default=0.0, metadata={"help": "learning rate at max_steps"})
+    weight_decay: float = field(default=0.01, metadata={
+        "help": "weight decay (not of LayerNorm weights and biases, as the official code)",
+    })  # fmt: skip
+    beta1: float = field(default=0.9, metadata={"help": "decay of the gradient's running mean"})
+    beta2: float = field(default=0.999, metadata={"help": "decay of the squared gradient's running mean"})
+    eps: float = field(default=1e-6, metadata={"help": "added to the update's denominator"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradients clipped to this global norm (0: none)"})
+    precision: str = field(default="fp32", metadata={
+        "help": "autocast precision; auto: bf16 where the device has bf16 units, else fp32", "choices": PRECISIONS,
+    })  # fmt: skip
+    seed: int = field(default=0, metadata={"help": "seed of the initial weights, the data order and dropout"})
+    save_every: int = field(default=1000, metadata={"help": "steps between checkpoints", "metavar": "N"})
+    keep_last: int = field(default=3, metadata={"help": "checkpoints kept besides the best one", "metavar": "N"})
+    eval_every: int = field(default=1000, metadata={"help": "steps between held-out evaluations", "metavar": "N"})
+    eval_batches: int | None = field(default=None, metadata={
+        "help": "held-out batches per evaluation (default: the whole held-out split)", "metavar": "N",
+    })  # fmt: skip
+    log_every: int = field(default=10, metadata={"help": "steps between logged metrics", "metavar": "N"})
+    parallel: str = field(default="ddp", metadata={
+        "help": "under torchrun: replicas (ddp) or sharded weights and optimizer state (fsdp)", "choices": PARALLEL,
+    })  # fmt: skip
+    grad_checkpointing: bool = field(default=False, metadata={"help": "recompute activations in backward"})
+    compile: bool = field(default=False, metadata={
+        "help": "torch.compile the model: eager's arithmetic (dropout draws differ); slow to compile on CPU",
+    })  # fmt: skip
+    deterministic: bool = field(default=True, metadata={
+        "help": "torch's deterministic algorithms where they exist (warn-only where they do not)",
+    })  # fmt: skip
+    device: str = field(default="auto", metadata={"help": "auto: cuda when available", "choices": DEVICES})
+    tensorboard: bool = field(default=True, metadata={
+        "help": "also write TensorBoard event files (when the tensorboard package is installed)",
+    })  # fmt: skip
+    progress: bool = field(default=True, metadata={"help": "a progress bar"})
 
     def __post_init__(self) -> None:
         check_types(self)

@@ -2,20 +2,35 @@
 
 The same code path runs at world size 1 (no process group, no wrapper). Launch many processes with
 `torchrun --nproc_per_node N -m litebert.cli pretrain ...` (or the `litebert` script); torchrun sets RANK,
-WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, which `setup` reads.
+WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT, which `setup` reads. Decisions that
+depend on files (start or continue, which checkpoint) are made by rank 0 and handed to every rank
+(`main_decides`), and what every rank must see alike is compared across ranks (`check_same_everywhere`), so
+ranks never part ways: one refusing while another waits in a collective would hang the job.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from datetime import timedelta
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.constants import default_pg_timeout
+
+T = TypeVar("T")
+# Intra-op threads when litebert.train was imported: a count that differs at setup was set by the caller
+# (torch.set_num_threads), which setup then leaves alone.
+_THREADS_AT_IMPORT = torch.get_num_threads()
+_THREADS_CHECKED = False
 
 
 @dataclass(kw_only=True)
@@ -47,7 +62,8 @@ def _env_int(name: str, default: int) -> int:
 
 
 def setup(device: str = "auto") -> DistEnv:
-    """Read torchrun's environment, pick the device, and join the process group when world size > 1."""
+    """Read torchrun's environment, pick the device, fit the threads to the cores, and join the process group
+    when world size > 1."""
     rank, world = _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
     local_rank = _env_int("LOCAL_RANK", 0)
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
@@ -58,10 +74,92 @@ def setup(device: str = "auto") -> DistEnv:
         dev = torch.device("cuda", local_rank)
     else:
         dev = torch.device("cpu")
+    fit_threads(_env_int("LOCAL_WORLD_SIZE", 1), dev, say=local_rank == 0)
     owns = world > 1 and not dist.is_initialized()
     if owns:
-        dist.init_process_group(backend="nccl" if use_cuda else "gloo", device_id=dev if use_cuda else None)
+        _init_process_group("nccl" if use_cuda else "gloo", rank, world, dev if use_cuda else None)
     return DistEnv(rank=rank, world_size=world, local_rank=local_rank, device=dev, owns_group=owns)
+
+
+def _init_process_group(backend: str, rank: int, world: int, device_id: torch.device | None) -> None:
+    """torchrun's workers meet in the store its agent keeps for the whole job (TORCHELASTIC_USE_AGENT_STORE).
+    That store outlives a restart, and torch's process group reads its peers' addresses there under the same
+    keys every time: a restarted worker can read the address of a worker killed before the restart and fail to
+    connect to it, or wait for it (pytorch/pytorch#135712, #167288). The group meets in a store of its own start
+    of the job instead (`start_store`)."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        dist.init_process_group(backend=backend, device_id=device_id)
+        return
+    host = os.environ["MASTER_ADDR"]  # the node of rank 0, where the agent keeps its store
+    agent = dist.TCPStore(host, _env_int("MASTER_PORT", 0), world, is_master=False, timeout=default_pg_timeout)
+    store = start_store(agent, rank, world, host, timeout_s=default_pg_timeout.total_seconds())
+    dist.init_process_group(backend=backend, store=store, rank=rank, world_size=world, device_id=device_id)
+
+
+def start_store(agent: dist.Store, rank: int, world: int, host: str, *, timeout_s: float) -> dist.Store:
+    """A store that only this start of the job knows: rank 0 serves a new one and leaves its address and a new
+    token in the agent's store; another rank takes the address it finds there once the store it names answers
+    and holds the token. An address left by an earlier start names a store that died with its rank 0 (torchrun
+    stops every worker before it starts them again), so it cannot pass for this one, however many starts failed
+    or whichever ranks joined them."""
+    key = "litebert/store"
+    if rank == 0:
+        token = os.urandom(8).hex()
+        store = dist.TCPStore(host, 0, world, is_master=True, wait_for_workers=False, timeout=default_pg_timeout)
+        store.set(f"litebert/token/{token}", "1")
+        agent.set(key, f"{token}@{host}:{store.port}")
+        return store
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        token, _, address = agent.get(key).decode().partition("@")
+        where, _, port = address.rpartition(":")
+        with contextlib.suppress(OSError, RuntimeError):  # nothing listens there (any more), or not ours
+            socket.create_connection((where, int(port)), timeout=5).close()  # refused at once, unlike a TCPStore
+            store = dist.TCPStore(where, int(port), world, is_master=False, timeout=timedelta(seconds=30))
+            if store.check([f"litebert/token/{token}"]):
+                store.set_timeout(default_pg_timeout)
+                return store
+        time.sleep(0.1)
+    raise RuntimeError(f"rank {rank}: no store of this start of the job came up in {timeout_s:.0f} s (rank 0 did "
+                       "not start, or its node cannot be reached)")  # fmt: skip
+
+
+def fit_threads(local_processes: int, device: torch.device, *, say: bool = True) -> int:
+    """Keep (local processes x intra-op threads) within the cores this process may use: OpenMP threads beyond
+    them spin waiting for a core, and a step then takes many times longer, silently (two DDP workers of two
+    threads each on two cores ran 15x slower than of one). Threads the user chose (OMP_NUM_THREADS,
+    MKL_NUM_THREADS, or torch.set_num_threads after importing litebert) are kept, with a warning giving the
+    figures; otherwise they are capped, said once. Returns the threads per process."""
+    global _THREADS_CHECKED
+    threads = torch.get_num_threads()
+    if _THREADS_CHECKED:
+        return threads
+    _THREADS_CHECKED = True
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    local_processes = max(1, local_processes)
+    fair = max(1, cores // local_processes)
+    chosen = [v for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if v in os.environ]
+    if threads != _THREADS_AT_IMPORT:
+        chosen.append("torch.set_num_threads")
+    torchrun_default = os.environ.get("OMP_NUM_THREADS") == "1"  # or the user's: the two look alike
+    message = None
+    if local_processes * threads > cores and chosen:
+        message = (f"{local_processes} process(es) on this machine x {threads} threads each ({', '.join(chosen)}) "
+                   f"= {local_processes * threads} threads on the {cores} cores this process may use: threads "
+                   f"waiting for a core can make every step many times slower; set OMP_NUM_THREADS={fair}")  # fmt: skip
+    elif local_processes * threads > cores:
+        torch.set_num_threads(fair)
+        message = (f"{local_processes} process(es) on this machine x {threads} threads each would exceed the "
+                   f"{cores} cores this process may use: using {fair} thread(s) per process (OMP_NUM_THREADS "
+                   "sets them)")  # fmt: skip
+        threads = fair
+    elif device.type == "cpu" and local_processes > 1 and threads == 1 < fair and torchrun_default:
+        message = (f"{local_processes} processes x 1 thread (OMP_NUM_THREADS=1, which torchrun sets when it starts "
+                   f"several processes and none is given) leave {cores - local_processes} of the {cores} cores "
+                   f"idle; OMP_NUM_THREADS={fair} uses them")  # fmt: skip
+    if message and say:
+        warnings.warn(message, stacklevel=3)
+    return threads
 
 
 def teardown(env: DistEnv) -> None:
@@ -185,6 +283,40 @@ def broadcast_object(obj: Any, env: DistEnv) -> Any:
 def barrier(env: DistEnv) -> None:
     if env.distributed:
         dist.barrier()
+
+
+def main_decides(decide: Callable[[], T], env: DistEnv) -> T:
+    """Run `decide` on rank 0 alone and return its result on every rank, or raise its error on every rank
+    (another rank gets a RuntimeError naming it when the error itself cannot travel)."""
+    result: Any = None
+    if env.is_main:
+        try:
+            result = decide()
+        except Exception as exc:  # every rank leaves together, whatever went wrong
+            failure = exc
+            result = exc if isinstance(exc, ValueError | OSError | KeyError) else RuntimeError(f"rank 0: {exc!r}")
+            broadcast_object(result, env)
+            raise failure from None
+    result = broadcast_object(result, env)
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def check_same_everywhere(value: Any, env: DistEnv, what: str, hint: str) -> None:
+    """Raise the same ValueError on every rank unless every rank passes an equal `value` (what it sees of a
+    file, say): ranks that read different inputs would train on different data or wait for each other."""
+    if not env.distributed:
+        return
+    seen = gather_objects((socket.gethostname(), value), env)
+    if all(v == seen[0][1] for _, v in seen):
+        return
+    groups: dict[str, list[str]] = {}
+    for rank, (host, v) in enumerate(seen):
+        groups.setdefault(repr(v), []).append(f"{rank} ({host})")
+    views = "; ".join(f"rank(s) {', '.join(ranks[:8])}{' ...' if len(ranks) > 8 else ''} see {v}"
+                      for v, ranks in groups.items())  # fmt: skip
+    raise ValueError(f"the ranks see different {what}: {views}; {hint}")
 
 
 def full_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -29,7 +29,7 @@ def evaluate(
     With `vocab_size`, also the unigram baselines on the same masked labels: always predicting the most
     frequent label (`eval_majority_acc`, an upper bound for any context-free constant guess, as it uses
     the held-out counts themselves) and guessing by frequency (`eval_unigram_acc` = sum p_i^2). The SOP
-    labels need not be balanced (a one-sentence chunk always gets a random B, label 1: PAPER.md section 3),
+    labels need not be balanced (a one-sentence chunk always gets a random B, label 1: docs/paper.md §3),
     so `eval_sop_majority_acc` is the SOP accuracy of always answering the more frequent label.
     Under DDP pass the unwrapped model (no collectives in its forward); under FSDP the sharded one.
     """

@@ -30,7 +30,7 @@ def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) ->
             f"{mcfg.max_position}; build the data with --max-seq-length {mcfg.max_position} or less"
         )
     if tokenizer_dir is not None and (tokenizer_dir / SPIECE).is_file():
-        digest = hashlib.sha256((tokenizer_dir / SPIECE).read_bytes()).hexdigest()
+        digest = Tokenizer.load(tokenizer_dir).checksum  # loaded: a damaged file is said to be one, not other data
         check_tokenizer(manifest, digest, data_dir, f"the tokenizer of this run/model ({tokenizer_dir / SPIECE})")
 
 

@@ -7,6 +7,7 @@ gives `data_dir` (built by `litebert data build`) and its tokenizer, or a corpus
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import warnings
@@ -27,15 +28,14 @@ from litebert.tokenizer.train import TokenizerTrainConfig, train_tokenizer
 from litebert.train import dist
 from litebert.train.checkpoint import latest_checkpoint, list_checkpoints, verify_checkpoint
 from litebert.train.config import TrainConfig
+from litebert.train.inputs import data_identity
 from litebert.train.loop import TrainSummary, pretrain
 from litebert.train.metrics import plot_run
-from litebert.train.precision import check_precision, resolve_precision
-from litebert.train.run import RUN_CONFIG, RunFiles, check_init_tokenizer, finished_at, run_started
+from litebert.train.precision import check_precision
+from litebert.train.restart import JOB_FILE, check_fits, differences, resume_plan, write_job_record
+from litebert.train.run import EVAL_FILE, RUN_CONFIG, RunFiles, check_init_tokenizer, finished_at, run_started
 
 PACKAGED_CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "moby-dick"  # the chapters, not the README
-# Settings a resumed run may change without changing its arithmetic.
-_RESUME_NEUTRAL = ("max_steps", "save_every", "eval_every", "log_every", "keep_last", "progress", "tensorboard",
-                   "compile", "grad_checkpointing")  # fmt: skip
 
 DEFAULT_PRESET = "tiny"
 # The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
@@ -43,7 +43,7 @@ DEFAULT_TRAIN = dict(
     max_steps=1600, batch_size=32, lr=1e-2, warmup_ratio=0.1, save_every=400, eval_every=400, log_every=20,
     precision="auto",
 )  # fmt: skip
-# ALBERT v2 trains the encoder without dropout (PAPER.md section 1): at this scale it only slows MLM down.
+# ALBERT v2 trains the encoder without dropout (docs/paper.md §1): at this scale it only slows MLM down.
 # The SOP classifier keeps its dropout: with a few thousand pairs it otherwise memorises their order.
 DEFAULT_MODEL = dict(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.1)
 # Ten pairings of every chapter (official dupe_factor, here with masks redrawn each epoch as well), so the
@@ -55,16 +55,39 @@ DEFAULT_DATA = dict(max_seq_length=128, masking="dynamic", dupe_factor=10, eval_
 class PretrainJob:
     """Everything `litebert pretrain` needs; `--config FILE` is this object as JSON (unknown keys refused)."""
 
-    preset: str = DEFAULT_PRESET
-    model: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_MODEL))  # fields over the preset
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(**DEFAULT_TRAIN))
-    data: DataConfig = field(default_factory=lambda: DataConfig(**DEFAULT_DATA))
-    corpus: list[str] | None = None  # raw text files/dirs (default: the packaged corpus) when no data_dir
-    data_dir: str | None = None
-    tokenizer: str | None = None  # tokenizer dir; trained on the corpus when None and no data_dir
-    vocab_size: int = 8000  # of the tokenizer trained here
-    read: ReadConfig = field(default_factory=ReadConfig)  # how the corpus is read (documents, wrapped lines)
-    init_from: str | None = None
+    preset: str = field(default=DEFAULT_PRESET, metadata={"help": "model preset", "choices": tuple(PRESETS)})
+    model: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_MODEL), metadata={
+        "help": "ModelConfig fields over the preset (a --config file's)", "cli": False,
+    })  # fmt: skip
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(**DEFAULT_TRAIN), metadata={
+        "help": "how to train (the embedded default run's settings over TrainConfig's)",
+    })  # fmt: skip
+    data: DataConfig = field(default_factory=lambda: DataConfig(**DEFAULT_DATA), metadata={
+        "help": "how data is built from the corpus (a --config file's; `litebert data build` takes each as a flag)",
+        "cli": False,
+    })  # fmt: skip
+    corpus: list[str] | None = field(default=None, metadata={
+        "help": "raw text files or directories to train a tokenizer and build data from (default: the packaged "
+                "corpus, when no data is given)",
+        "nargs": "+", "metavar": "PATH",
+    })  # fmt: skip
+    data_dir: str | None = field(default=None, metadata={
+        "help": "data directory built by `litebert data build`", "flag": "--data", "metavar": "DIR",
+    })  # fmt: skip
+    tokenizer: str | None = field(default=None, metadata={
+        "help": "the tokenizer the data was built with (default: the data's copy of it, or one trained on the "
+                "corpus)",
+        "metavar": "DIR",
+    })  # fmt: skip
+    vocab_size: int = field(default=8000, metadata={
+        "help": "pieces of the tokenizer trained on the corpus", "metavar": "N",
+    })  # fmt: skip
+    read: ReadConfig = field(default_factory=ReadConfig, metadata={
+        "help": "how the corpus is read (documents, wrapped lines), as by `litebert text prepare`",
+    })  # fmt: skip
+    init_from: str | None = field(default=None, metadata={
+        "help": "start from a litebert or transformers ALBERT model directory (its own config)", "metavar": "DIR",
+    })  # fmt: skip
 
     def __post_init__(self) -> None:
         for name in ("data_dir", "tokenizer", "init_from"):  # paths may come as Path objects
@@ -119,17 +142,22 @@ def run_job(
     job: PretrainJob,
     out_dir: str | Path = "runs/default",
     *,
-    resume: bool = False,
+    resume: bool | str = False,
     train_overrides: dict[str, Any] | None = None,
 ) -> TrainSummary:
     """Prepare (tokenizer, data) as needed, then pretrain into `out_dir`; returns the training summary.
 
-    With `resume`, the run's own saved train config is used, with `train_overrides` (e.g. a larger
-    max_steps) on top; `job.train` is ignored.
+    `resume`: False starts a new run (refused when `out_dir` holds one). True continues the run in `out_dir`
+    with its own saved train config, `train_overrides` (e.g. a larger max_steps) on top; `job.train` is
+    ignored. "auto" starts the job, or continues it from its newest complete checkpoint when `out_dir` holds
+    the same job (settings that contradict it are refused, named), or leaves a finished one as it is: the one
+    command a cluster runs again after every interruption (restart.py).
     """
-    out = Path(out_dir)
-    if train_overrides and not resume:
-        job = dataclasses.replace(job, train=dataclasses.replace(job.train, **train_overrides))
+    if resume not in (False, True, "auto"):
+        raise ValueError(f"resume must be False, True or 'auto', got {resume!r}")
+    out, overrides = Path(out_dir), train_overrides or {}
+    if overrides and resume is not True:
+        job = dataclasses.replace(job, train=dataclasses.replace(job.train, **overrides))
     env = dist.setup(job.train.device)  # under torchrun: one process group for preparation and training
     try:
         with warnings.catch_warnings():
@@ -137,8 +165,10 @@ def run_job(
                 warnings.simplefilter("ignore")
             if resume:
                 _lock_for_resume(out, env)
-            summary = _resume(job, out, train_overrides or {}, env) if resume else _fresh(job, out, env)
-        if env.is_main:
+            # rank 0 decides for all: ranks that part ways (one refusing, one training) hang in a collective
+            plan = dist.main_decides(lambda: _plan(job, out, resume, overrides, env), env)
+            summary = _run_plan(plan, job, out, env)
+        if env.is_main and plan.kind != "finished":
             _plots(out)
         return summary
     finally:
@@ -146,40 +176,100 @@ def run_job(
         dist.teardown(env)
 
 
+@dataclass
+class _Plan:
+    """What rank 0 decided: start the job, continue it (with this model, settings and data), or nothing."""
+
+    kind: str  # "fresh", "resume" or "finished"
+    model_config: ModelConfig | None = None
+    train: TrainConfig | None = None
+    data_dir: str | None = None
+    step: int = 0
+
+
+def _plan(job: PretrainJob, out: Path, resume: bool | str, overrides: dict[str, Any], env: dist.DistEnv) -> _Plan:
+    """Every check before anything is written, on rank 0."""
+    check_dir_path(out, "--out names the run directory")  # before preparing data into it
+    if resume is not True:
+        if not run_started(out):
+            return _Plan("fresh")
+        if not resume:
+            raise ValueError(f"{out} already holds a run; pass --resume to continue it (--resume auto starts or "
+                             "continues it) or choose another --out (nothing was overwritten)")  # fmt: skip
+        wrong = differences(job_to_dict(job), out, env.device)
+        if wrong:
+            raise ValueError(f"{out} holds another job than this command's: {'; '.join(wrong)}. Run the job's own "
+                             f"command ({out / JOB_FILE} is its --config), continue it with changed settings with "
+                             "--resume, or choose another --out (nothing was overwritten)")  # fmt: skip
+        step = _finished_step(out)
+        if step is not None:
+            return _Plan("finished", step=step)
+        overrides = job.train.to_dict()  # the run's own settings, but for how often it logs, evaluates, saves
+    model_config, train, data_dir = resume_plan(out, _model_overrides(job), job.data_dir, overrides, env)
+    return _Plan("resume", model_config=model_config, train=train, data_dir=data_dir)
+
+
+def _finished_step(out: Path) -> int | None:
+    """The step of a run whose final model and eval.json are those of its newest checkpoint at max_steps."""
+    ckpt = latest_checkpoint(out)
+    step = int(verify_checkpoint(ckpt)["step"])
+    max_steps = int(read_json(out / RUN_CONFIG)["train"]["max_steps"])
+    return step if step >= max_steps and finished_at(out, ckpt, step) else None
+
+
+def _run_plan(plan: _Plan, job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
+    if plan.kind == "fresh":
+        return _fresh(job, out, env)
+    if plan.kind == "finished":
+        warnings.warn(f"{out}: the job is finished (step {plan.step}; its model is {out / 'model'}): nothing to do",
+                      stacklevel=3)  # fmt: skip
+        evaluation = read_json(out / EVAL_FILE)
+        model_dir = out / "model" if env.is_main else None  # what the training rank 0 returns
+        return TrainSummary(run_dir=out, steps=plan.step, start_step=plan.step, eval=evaluation, model_dir=model_dir)
+    _check_inputs_everywhere(plan.data_dir, out, env)
+    return pretrain(plan.model_config, plan.train, plan.data_dir, out, resume=True)
+
+
 def _lock_for_resume(out: Path, env: dist.DistEnv) -> None:
     """Rank 0 takes RUN_DIR's lock before a resume looks at the run (workers of a killed torchrun may still be
     finishing it); a refusal is raised on every rank."""
-    error = None
-    if env.is_main and out.is_dir():
-        try:
-            RunFiles(run_dir=out).lock_dir()
-        except (ValueError, OSError) as exc:
-            error = exc
-    error = dist.broadcast_object(error, env)
-    if error is not None:
-        raise error
+    dist.main_decides(lambda: RunFiles(run_dir=out).lock_dir() if out.is_dir() else None, env)
 
 
 def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
-    check_dir_path(out, "--out names the run directory")  # before preparing data into it
-    if run_started(out):
-        raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out "
-                         "(nothing was overwritten)")  # fmt: skip
-    dist.barrier(env)  # every rank has checked before rank 0 writes anything
-    error = None
-    if env.is_main:  # tokenizer training and data building write files: rank 0 alone
-        try:
-            check_precision(job.train.precision, env.device)  # refusals before hours of preparing: the
-            _model_config(job, None)  # device's, and the model's (init_from found, valid fields)
-            _prepare(job, out)
-        except (ValueError, OSError) as exc:  # raised on every rank, not as a lost connection on the others
-            error = exc
-    error = dist.broadcast_object(error, env)
-    if error is not None:
-        raise error
+    dist.main_decides(lambda: _prepare_on_main(job, out, env), env)  # files are written by rank 0 alone
     tokenizer_dir, data_dir = _prepare(job, out, paths_only=True)
-    model_config = _model_config(job, data_dir)
-    return pretrain(model_config, job.train, data_dir, out, init_from=job.init_from, tokenizer_dir=tokenizer_dir)
+    try:
+        _check_inputs_everywhere(data_dir, out, env)
+        model_config = _model_config(job, data_dir)
+        return pretrain(model_config, job.train, data_dir, out, init_from=job.init_from, tokenizer_dir=tokenizer_dir)
+    except (ValueError, OSError):
+        if env.is_main and not (out / RUN_CONFIG).exists():  # refused before the run began: no record of it
+            (out / JOB_FILE).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                out.rmdir()  # when the record was all there was
+        raise
+
+
+def _prepare_on_main(job: PretrainJob, out: Path, env: dist.DistEnv) -> None:
+    check_precision(job.train.precision, env.device)  # refusals before hours of preparing: the device's,
+    check_fits(_model_config(job, None), job.train, env)  # and the model's (init_from found, valid fields, a
+    _prepare(job, out)  # size the device holds)
+    write_job_record(out, job_to_dict(job))  # what --resume auto continues
+
+
+def _check_inputs_everywhere(data_dir: str | Path | None, out: Path, env: dist.DistEnv) -> None:
+    """Every rank reads the data and the run directory itself: on several machines they must share one
+    filesystem, or a rank would train on other data or look for a checkpoint that is not there."""
+    if not env.distributed or data_dir is None:
+        return
+    try:
+        data = f"identity {data_identity(Path(data_dir))[:16]}"
+    except (OSError, ValueError) as exc:
+        data = f"no usable data ({type(exc).__name__})"
+    shared = "--data and --out must be on a filesystem every node shares (docs/distributed.md)"
+    dist.check_same_everywhere(data, env, f"data manifests at {data_dir}", shared)
+    dist.check_same_everywhere([p.name for p in list_checkpoints(out)], env, f"checkpoints in {out}", shared)
 
 
 def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[Path | None, Path]:
@@ -197,7 +287,8 @@ def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[
         tokenizer = out / "prep" / "tokenizer"
         if not paths_only:
             config = TokenizerTrainConfig(vocab_size=job.vocab_size, read=job.read)
-            write_hf_tokenizer_files(train_tokenizer(corpus, tokenizer, config=config, progress=job.train.progress))
+            train_tokenizer(corpus, tokenizer, config=config, progress=job.train.progress,
+                            also_write=write_hf_tokenizer_files)  # fmt: skip
     if paths_only:
         return tokenizer, data_dir
     workers = max(1, min(4, os.cpu_count() or 1))
@@ -242,62 +333,6 @@ def _planned_vocab_size(job: PretrainJob) -> int:
     return job.vocab_size
 
 
-def _resume(job: PretrainJob, out: Path, overrides: dict[str, Any], env: dist.DistEnv) -> TrainSummary:
-    """Continue RUN_DIR with its own model config and data; `job.train` carries the (possibly new) settings."""
-    path = out / RUN_CONFIG
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: not found; --resume needs a run directory written by litebert pretrain")
-    saved = read_json(path)
-    ckpt = latest_checkpoint(out)
-    if ckpt is None:
-        found = len(list_checkpoints(out))
-        why = f"all {found} checkpoint(s) are incomplete or corrupt (see the warnings)" if found else "none saved"
-        raise FileNotFoundError(f"{out}: --resume given but it holds no usable checkpoint: {why}; run the same "
-                                "command without --resume to start it again")  # fmt: skip
-    model_config = load_config(ckpt)
-    asked = _model_overrides(job)
-    if asked and ModelConfig.from_dict({**model_config.to_dict(), **asked}) != model_config:
-        raise ValueError(f"{ckpt}: cannot resume with different model settings {asked}")
-    data_dir = job.data_dir or saved.get("data_dir")
-    if data_dir is not None and not Path(data_dir).is_dir():
-        given = "given" if job.data_dir else f"recorded in {path}"
-        raise FileNotFoundError(f"{data_dir}: the run's data directory ({given}) not found; pass --data DIR "
-                                "where the run's data is now")  # fmt: skip
-    if overrides.get("precision") == "auto":  # the run saved the precision it resolved to: compare with that
-        overrides = {**overrides, "precision": resolve_precision("auto", env.device)}
-    train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
-    step = int(verify_checkpoint(ckpt)["step"])
-    _check_fixed_on_resume(out, saved["train"], overrides)
-    # A run killed after its last checkpoint but before its model was written resumes with no step to train.
-    if train.max_steps < step or (train.max_steps == step and finished_at(out, ckpt, step)):
-        raise ValueError(f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
-                         "pass a larger --max-steps to train further")  # fmt: skip
-    changed = {k: v for k, v in overrides.items() if k not in _RESUME_NEUTRAL and saved["train"].get(k) != v}
-    before = from_dict(TrainConfig, saved["train"], source=f"{path}: train")
-    if train.max_steps != before.max_steps:
-        changed["max_steps (the learning rate decays to its end at it)"] = f"{before.max_steps} -> {train.max_steps}"
-    if train.resolved_warmup_steps != before.resolved_warmup_steps and step < max(
-        before.resolved_warmup_steps, train.resolved_warmup_steps
-    ):
-        changed["warmup (steps, from max_steps)"] = f"{before.resolved_warmup_steps} -> {train.resolved_warmup_steps}"
-    if changed:
-        warnings.warn(f"resuming {out} with changed settings {changed}: it continues with them, so it will not "
-                      "reproduce an uninterrupted run", stacklevel=2)  # fmt: skip
-    return pretrain(model_config, train, data_dir, out, resume=True)
-
-
-def _check_fixed_on_resume(out: Path, saved: dict[str, Any], overrides: dict[str, Any]) -> None:
-    """Settings the checkpoint's state belongs to: refused when changed, before anything is loaded."""
-    fixed = {"batch_size": "exact resume restores the data position, saved per batch of this size and seed",
-             "seed": "exact resume restores the data position, saved per batch of this size and seed",
-             "optimizer": "the checkpoint holds this optimizer's state; start a new run with --init-from "
-                          "RUN_DIR/model to train on with another"}  # fmt: skip
-    for key, why in fixed.items():
-        if key in overrides and overrides[key] != saved.get(key):
-            raise ValueError(f"{out}: --resume needs the run's own {key} ({saved.get(key)}), got {overrides[key]}: "
-                             f"{why}")  # fmt: skip
-
-
 def _model_overrides(job: PretrainJob) -> dict[str, Any]:
     """Model fields the user asked for; the embedded default's dropout-free setting only shapes new models."""
     return {} if job.model == DEFAULT_MODEL else job.model
@@ -319,5 +354,6 @@ def _plots(out: Path) -> list[Path]:
 
 
 def job_to_dict(job: PretrainJob) -> dict[str, Any]:
-    return {f.name: (getattr(job, f.name).to_dict() if f.name in ("train", "data") else getattr(job, f.name))
-            for f in dataclasses.fields(job)}  # fmt: skip
+    """The job as a --config file holds it."""
+    out = {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}
+    return {**out, "train": job.train.to_dict(), "data": job.data.to_dict(), "read": dataclasses.asdict(job.read)}

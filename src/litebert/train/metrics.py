@@ -131,11 +131,11 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no metrics file (is {run_dir} a litebert pretrain run directory?)")
-    text = path.read_text()
-    lines = text.splitlines()
+    text = path.read_bytes().decode("utf-8", errors="replace")  # the logger writes ASCII: a byte that is not
+    lines = text.splitlines()  # UTF-8 spoils its own line only, which is skipped like any other bad one
     records, bad_lines, bad_values = [], [], []
     for n, line in enumerate(lines, 1):
-        record = _record(line)
+        record = _record(line) if "\ufffd" not in line else None
         if record is None:
             if line.strip() and not (n == len(lines) and not text.endswith("\n")):  # a cut last line: expected
                 bad_lines.append(n)

@@ -1,10 +1,17 @@
-"""Optimisers and learning-rate schedule for pretraining: ALBERT's LAMB, AdamW param groups, warmup + decay.
+"""Optimisers and learning-rate schedule: ALBERT's LAMB, the official fine-tuning Adam, AdamW param groups, warmup +
+decay.
 
-LAMB follows the official `lamb_optimizer.py` of google-research/albert exactly (PAPER.md section 5): no bias
+LAMB follows the official `lamb_optimizer.py` of google-research/albert exactly (docs/paper.md §5): no bias
 correction, `u = m / (sqrt(v) + eps) + wd * w`, weight decay and the layer-wise trust ratio skipped for
 parameters whose NAME matches LayerNorm / layer_norm / bias, trust ratio ||w|| / ||u|| (1 when either is 0,
 never clipped), `w -= lr * ratio * u`. Exclusion is decided by name, so parameter groups carry their names
 (`param_names`, torch's own key for named parameter groups).
+
+AdamWeightDecay ("adamw_official") is the official fine-tuning optimizer (`AdamWeightDecayOptimizer` of
+optimization.py, used by run_classifier, run_squad_v1/v2 and run_race): Adam with decoupled weight decay and NO
+bias correction, `w -= lr * (m / (sqrt(v) + eps) + wd * w)`, decay skipped for LayerNorm / bias by name. torch's
+AdamW ("adamw") divides m by 1 - beta1^t and v by 1 - beta2^t: its first step is 1 / 3.16 of the official one,
+and it is still 1 / 1.26 of it after 1,000 steps (sqrt(1 - 0.999^1000) = 0.80), most of a fine-tuning run.
 """
 
 from __future__ import annotations
@@ -243,6 +250,48 @@ def _chunks(name: str, fused: dict[str, int]) -> int:
     return next((n for pattern, n in fused.items() if re.search(pattern, name)), 1)
 
 
+class AdamWeightDecay(torch.optim.AdamW):
+    """The official fine-tuning Adam: torch's AdamW (any of its foreach / fused / single-tensor paths) with the bias
+    corrections taken out by design, and LayerNorm / bias kept from weight decay by name (`param_groups`).
+
+    Every parameter's step count is held at NO_BIAS_CORRECTION, so that torch's corrections 1 - beta^step are
+    exactly 1 (beta ** 3.4e38 is 0 in every float; the count does not grow: 3.4e38 + 1 rounds back to it). What is
+    left is the official update, `w - lr * (m / (sqrt(v) + eps) + wd * w)`, torch applying its decay as
+    `w * (1 - lr * wd)` first (the same arithmetic up to float rounding). The optimizer's own step count is
+    therefore not a count here; the training loop keeps its own.
+    """
+
+    def __init__(
+        self,
+        params: Iterable,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+        weight_decay: float = 0.01,
+        **kwargs,
+    ) -> None:
+        if kwargs.get("amsgrad"):
+            raise ValueError("AdamWeightDecay: the official optimizer has no amsgrad")
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, **kwargs)
+
+    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):  # noqa: ANN001, ANN202 - torch's
+        # torch creates the state of a parameter met for the first time here, its step count at 0: held at once.
+        new = [p for p in group["params"] if p.grad is not None and not self.state[p]]
+        has_complex = super()._init_group(
+            group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps
+        )
+        for p in new:
+            self.state[p]["step"].fill_(NO_BIAS_CORRECTION)
+        return has_complex
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """torch's, with every step count held again (state saved by another Adam would count its steps)."""
+        super().load_state_dict(state_dict)
+        for state in self.state.values():
+            if "step" in state:
+                state["step"].fill_(NO_BIAS_CORRECTION)
+
+
 def param_groups(model: nn.Module, weight_decay: float, exclude: Sequence[str] = EXCLUDE_PATTERNS) -> list[dict]:
     """Two named groups: decayed and excluded (LayerNorm / bias), for AdamW. Shared params appear once."""
     decay, no_decay = [], []
@@ -264,17 +313,21 @@ def build_optimizer(
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-6,
 ) -> torch.optim.Optimizer:
-    """ "lamb" (ALBERT's) or "adamw" (torch's, bias-corrected, decay skipped for LayerNorm / bias)."""
+    """ "lamb" (ALBERT's pretraining LAMB), "adamw_official" (ALBERT's fine-tuning Adam: no bias correction) or
+    "adamw" (torch's, bias-corrected); the Adams skip decay for LayerNorm / bias."""
     if name == "lamb":
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         return Lamb(named, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    # Adam on a GPU: torch's fused kernel, one launch for all tensors, and it honours the training loop's NaN guard
+    # as a tensor (`found_inf`) instead of a host read. The CPU keeps torch's default arithmetic.
+    groups = param_groups(model, weight_decay)
+    params = [p for g in groups for _, p in g["params"]]
+    fused = (bool(params) and all(p.is_cuda for p in params)) or None
+    if name == "adamw_official":
+        return AdamWeightDecay(groups, lr=lr, betas=betas, eps=eps, fused=fused)
     if name == "adamw":
-        # On a GPU torch's fused kernel: one launch for all tensors, and it honours the training loop's NaN guard as
-        # a tensor (`found_inf`) instead of a host read. The CPU keeps torch's default arithmetic.
-        groups = param_groups(model, weight_decay)
-        fused = all(p.is_cuda for g in groups for _, p in g["params"]) or None
         return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=fused)
-    raise ValueError(f"optimizer must be 'lamb' or 'adamw', got {name!r}")
+    raise ValueError(f"optimizer must be 'lamb', 'adamw_official' or 'adamw', got {name!r}")
 
 
 def lr_schedule(

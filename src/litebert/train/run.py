@@ -27,9 +27,10 @@ from torch import nn
 from litebert.data.shards import TOKENIZER_DIR
 from litebert.hf.directory import load, load_config
 from litebert.hf.tokenizer import copy_tokenizer_with_hf_files
-from litebert.io import make_dir, read_json, write_json
+from litebert.io import lock_dir, make_dir, read_json, write_json
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
+from litebert.model.params import check_model_size
 from litebert.model.resize import resize_model_vocab
 from litebert.model.weights import WEIGHTS_FILE, recorded_digest, write_model
 from litebert.train import dist
@@ -48,9 +49,8 @@ from litebert.train.metrics import METRICS_FILE
 from litebert.train.precision import check_precision
 from litebert.train.state import restore_state, save_state
 
-LOCK_FILE = ".lock"
-_LOCKS: dict[Path, Any] = {}  # run dir -> open lock file, in the process that holds it (not in RunFiles: it is
-# broadcast to the other ranks, and an open file does not pickle)
+_LOCKS: dict[Path, Any] = {}  # run dir -> its lock, in the process that holds it (not in RunFiles: it is broadcast
+# to the other ranks, and an open file does not pickle)
 EVAL_FILE = "eval.json"
 
 
@@ -64,37 +64,22 @@ class RunFiles:
     resumed_with: dict[str, Any] | None = None  # run_config.json entries a resume changes, written at its first save
 
     def lock_dir(self) -> None:
-        """Hold RUN_DIR/.lock (flock) while training: a second job on the same run directory, e.g. workers
-        that outlived a killed torchrun, is refused instead of writing beside this one."""
-        try:
-            import fcntl
-        except ImportError:  # not POSIX: no lock
-            return
-        if self.run_dir.resolve() in _LOCKS:  # this process holds it already (taken before a resume's checks)
-            return
-        lock = open(self.run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held until unlock()
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.close()
-            raise ValueError(f"{self.run_dir} is in use by another litebert process (it holds {LOCK_FILE}); "
-                             "wait for it or stop it first") from None  # fmt: skip
-        except OSError as exc:  # a file system without flock (some network mounts): train unguarded
-            lock.close()
-            warnings.warn(f"{self.run_dir}: cannot lock the run directory ({exc}); not guarded against a "
-                          "second job", stacklevel=2)  # fmt: skip
-            return
-        _LOCKS[self.run_dir.resolve()] = lock
+        """Hold RUN_DIR/.lock while training (litebert.io.lock_dir): a second job on the same run directory, e.g.
+        workers that outlived a killed torchrun, is refused instead of writing beside this one."""
+        if self.run_dir.resolve() not in _LOCKS:  # this process may hold it already (taken before a resume's checks)
+            _LOCKS[self.run_dir.resolve()] = lock_dir(self.run_dir)
 
     def unlock(self) -> None:
         lock = _LOCKS.pop(self.run_dir.resolve(), None)
         if lock is not None:
-            lock.close()  # closing releases the flock
+            lock.release()
 
     def initial_model(self, mcfg: ModelConfig, *, seed: int) -> nn.Module:
         """A fresh model seeded identically on every rank, or the weights of `init_from` / the checkpoint."""
         torch.manual_seed(seed)
         source = self.resume_from or self.init_from
+        if source is None:
+            check_model_size(mcfg)  # before any tensor is made (load checks a saved model's)
         model = load(source) if source is not None else AlbertForPretraining(mcfg)
         if source is self.init_from and _grown_vocab(model.config, mcfg):
             self._check_extends_tokenizer(model.config.vocab_size)

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 IGNORE = -100
-FIRST_REGULAR_ID = 5  # pad, unk, [CLS], [SEP], [MASK] come first (PAPER.md section 4)
+FIRST_REGULAR_ID = 5  # pad, unk, [CLS], [SEP], [MASK] come first (docs/paper.md §4)
 MASK_ID = 4
 
 

@@ -8,7 +8,6 @@ file, line and label rather than a silently wrong index.
 
 from __future__ import annotations
 
-import math
 import unicodedata
 import warnings
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from litebert.finetune.tasks.base import TaskData
-from litebert.finetune.tasks.common import Report, TokenizerLike, pack_pair, preview, read_table
+from litebert.finetune.tasks.common import Report, TokenizerLike, check_target, pack_pair, preview, read_table
 from litebert.finetune.tasks.metrics import classification_metrics, regression_metrics
 
 _HEADER_HINT = (" (a header row? columns given by position read every line as data: name them by the header's "
@@ -54,8 +53,7 @@ def read_labeled_table(
                 except ValueError:
                     hint = _HEADER_HINT if line == 1 else ""
                     raise ValueError(f"{path}: line {line}: label {preview(raw)!r} is not a number{hint}") from None
-                if not math.isfinite(label):
-                    raise ValueError(f"{path}: line {line}: label {raw!r} is not a finite number")
+                check_target(label, raw, f"{path}: line {line}: label")
             elif not raw:
                 raise ValueError(f"{path}: line {line}: empty label in column {label_column!r}")
             else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import math
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -60,6 +61,19 @@ class Report:
 
     def to_dict(self) -> dict[str, int]:
         return dict(sorted(self.counts.items()))
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # about 3.4e38: training computes targets and losses in float32
+
+
+def check_target(value: float, raw: str, where: str) -> None:
+    """Refuse a numeric target that is not finite or does not fit float32 (1e308 passes `math.isfinite` and
+    becomes inf in training, and a model of NaN weights), naming `where` ("file: line N: label")."""
+    if not math.isfinite(value):
+        raise ValueError(f"{where} {preview(raw)!r} is not a finite number")
+    if abs(value) > FLOAT32_MAX:
+        raise ValueError(f"{where} {preview(raw)!r} does not fit float32 (at most {FLOAT32_MAX:.4g} in magnitude), "
+                         "in which training computes; rescale the targets")  # fmt: skip
 
 
 def preview(text: str, limit: int = 200) -> str:

@@ -12,6 +12,7 @@ Scored by accuracy, with RACE-M / RACE-H accuracies when ids carry the official 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,7 @@ def _objects(path: Path) -> list[tuple[str, dict]]:
 
 def read_race(path: str | Path) -> list[ChoiceExample]:
     out: list[ChoiceExample] = []
+    located: list[str] = []  # where each question is: its object's place and its index there
     for where, obj in _objects(Path(path)):
         _check_fields(obj, where)
         answers = obj.get("answers")
@@ -84,12 +86,15 @@ def read_race(path: str | Path) -> list[ChoiceExample]:
                     raise ValueError(f"{where}: question {k}: answer {answers[k]!r} is not one of the options")
             qid = f"{obj.get('id', where)}-{k}"
             out.append(ChoiceExample(qid, obj["article"], question, list(options), label))
+            located.append(f"{where}: question {k}")
     if not out:
         raise ValueError(f"{path}: no questions")
-    n = len(out[0].options)
-    for ex in out:
+    counts = Counter(len(ex.options) for ex in out)
+    n, most = counts.most_common(1)[0]  # the odd one out is the question that differs from most (the first may)
+    for ex, where in zip(out, located, strict=True):
         if len(ex.options) != n:
-            raise ValueError(f"{path}: question {ex.qid} has {len(ex.options)} options, the first had {n}")
+            raise ValueError(f"{where} (id {ex.qid!r}) has {len(ex.options)} options, but {most} of the "
+                             f"{len(out)} questions have {n}; every question needs the same number")  # fmt: skip
     return out
 
 

@@ -21,7 +21,15 @@ from typing import Any
 import numpy as np
 
 from litebert.finetune.tasks.base import TaskData
-from litebert.finetune.tasks.common import Report, TokenizerLike, open_text, pack_pair, preview, read_table
+from litebert.finetune.tasks.common import (
+    Report,
+    TokenizerLike,
+    check_target,
+    open_text,
+    pack_pair,
+    preview,
+    read_table,
+)
 from litebert.finetune.tasks.metrics import accuracy, pearson, spearman
 from litebert.io import check_input_file
 
@@ -152,6 +160,7 @@ class SimilarityTask:
             return np.int64(state["labels"].index(p.score))
         if not _is_number(p.score):
             raise ValueError(f"{path}: line {p.line}: score {p.score!r} is not a finite number")
+        check_target(float(p.score), str(p.score), f"{path}: line {p.line}: score")
         lo, hi = state["score_range"]
         return np.float32((float(p.score) - lo) / (hi - lo) if hi > lo else 0.0)
 
