@@ -35,7 +35,7 @@ def test_a_non_finite_loss_stops_fine_tuning_before_it_is_saved_as_best(ft_cfg, 
 
     monkeypatch.setattr(heads.SequenceHead, "forward", diverging)
     data = str(FIXTURES / "sst2.tsv")
-    with pytest.raises(NonFiniteLossError, match=r"loss is nan at step 3; weights were not updated"):
+    with pytest.raises(NonFiniteLossError, match=r"fine-tuning loss nan at step 3: stopped before updating"):
         finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=6, eval_every=1))
     saved = json.loads((tmp_path / "best" / "finetune.json").read_text())
     assert saved["config"]["max_steps"] == 6 and not (tmp_path / "results.json").exists()

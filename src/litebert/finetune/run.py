@@ -295,6 +295,8 @@ class _Run:
             evaluate=lambda step, rows: self._evaluate(step, rows, logger),
             eval_due=lambda step: step % cfg.eval_every == 0 or step == cfg.max_steps,
             last_checkpoint=lambda: latest_checkpoint(Path(self.cfg.out)),
+            non_finite_hint=lambda: f"lower --lr, or check the targets in {self.cfg.train}; {self.result.best_dir} "
+            "holds the best model of the evaluations before, if any",
         )  # fmt: skip
 
     def _evaluate(self, step: int, rows: list[dict[str, float]], logger: MetricsLogger) -> None:

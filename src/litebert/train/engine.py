@@ -41,6 +41,8 @@ class Hooks:
     evaluate: Callable[[int, list[dict[str, float]]], Any] | None = None
     eval_due: Callable[[int], bool] = lambda step: False
     last_checkpoint: Callable[[], Path | None] = lambda: None
+    # What to do about a non-finite loss, for its error message; by default, from the last checkpoint.
+    non_finite_hint: Callable[[], str] | None = None
 
 
 @dataclass
@@ -74,7 +76,7 @@ def fit(
                 done.step = values.step
                 if progress is not None:
                     progress.update(1)
-                _host_point(tr, hooks, logger, window, pending, done, stop, progress)
+                _host_point(tr, hooks, logger, window, pending, done, stop, progress, what)
         finally:
             vote.close()
             batches.close()
@@ -83,7 +85,7 @@ def fit(
 
 def _host_point(
     tr: Trainer, hooks: Hooks, logger: MetricsLogger, window: Window, pending: list[Pending], done: Fitted,
-    stop: int, progress: Any,
+    stop: int, progress: Any, what: str,
 ) -> None:  # fmt: skip
     step = done.step
     stop = stop if step < tr.cfg.max_steps else 0  # the last step done: the run finishes (its model, its results)
@@ -95,9 +97,13 @@ def _host_point(
     for values, row in zip(pending, rows, strict=True):
         why = non_finite(row, tr.scaler is not None)
         if why:
-            last = hooks.last_checkpoint()
-            hint = f"last good checkpoint {last}: --resume, maybe a lower --lr" if last else "start again, lower lr"
-            raise NonFiniteLossError(f"{why} at step {values.step}; weights were not updated; {hint}")
+            if hooks.non_finite_hint is not None:
+                hint = hooks.non_finite_hint()
+            elif last := hooks.last_checkpoint():
+                hint = f"the last good checkpoint is {last}: --resume from it, maybe with a lower --lr"
+            else:
+                hint = "start again with a lower --lr"
+            raise NonFiniteLossError(f"{what} {why} at step {values.step}: stopped before updating the weights; {hint}")
     pending.clear()
     done.losses.extend(row["loss"] for row in rows)
     window.rows.extend(rows)

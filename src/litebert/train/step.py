@@ -179,7 +179,7 @@ def non_finite(row: dict[str, Any], scaled: bool) -> str:
     """Why a step's update was withheld, or "": a non-finite loss, or (without fp16's scaler, which skips such
     steps itself) a non-finite gradient norm under a finite loss, which would have turned every weight NaN."""
     if not math.isfinite(row["loss"]):
-        return f"loss is {row['loss']}"
+        return f"loss {row['loss']}"
     if not scaled and not math.isfinite(row["grad_norm"]):
-        return f"gradient norm is {row['grad_norm']} (loss {row['loss']:.4g})"
+        return f"gradient norm {row['grad_norm']} (loss {row['loss']:.4g})"
     return ""
