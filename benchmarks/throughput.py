@@ -10,6 +10,12 @@ when asked. `--device cuda` runs both on a GPU (timings synchronised, peak memor
     python benchmarks/throughput.py                      # every case (slow: ~15 min on 2 cores)
     python benchmarks/throughput.py --preset tiny --case pretrain --precision fp32
     python benchmarks/throughput.py --device cuda --batch 32      # the GPU table
+    python benchmarks/throughput.py --device cuda --synthetic --preset albert-base --case pretrain --batch 256
+
+`--synthetic` needs neither the shared data nor a tokenizer: random ids from a 30,000-piece vocabulary, full-length
+pretraining rows (no padding) and random-length fine-tuning sentences. On a GPU litebert gets its batches as its
+training loop gives them (a mask of real tokens only dropped, padding located on the host: `prepare_batch`), and
+MFU is also shown against the device's datasheet peak (litebert.train.metrics.DATASHEET_TFLOPS).
 """
 
 from __future__ import annotations
@@ -35,8 +41,10 @@ import transformers  # noqa: E402
 
 import litebert  # noqa: E402
 from litebert import hf  # noqa: E402
+from litebert.model.albert import find_real_tokens  # noqa: E402
 from litebert.model.allocator import keep_freed_memory  # noqa: E402
-from litebert.train.metrics import train_flops_per_sequence  # noqa: E402
+from litebert.train.loop import prepare_batch  # noqa: E402
+from litebert.train.metrics import peak_flops, train_flops_per_sequence  # noqa: E402
 from litebert.train.optim import Lamb  # noqa: E402
 from litebert.train.precision import native_bf16  # noqa: E402
 
@@ -63,6 +71,18 @@ def corpus_ids(tok, data: Path, limit_tokens: int = 400_000) -> np.ndarray:
         if len(ids) > limit_tokens:
             break
     return np.asarray(ids, dtype=np.int64)
+
+
+class SyntheticVocab:
+    """What the batch builders need of a tokenizer, for --synthetic: ALBERT's special ids and 30,000 pieces."""
+
+    cls_id, sep_id, mask_id, vocab_size = 2, 3, 4, 30000
+
+
+def synthetic_sentences(count: int, max_len: int, rng: np.random.Generator) -> list[list[int]]:
+    """[CLS] text [SEP] of 6-60 random pieces (a review snippet's range)."""
+    lengths = rng.integers(6, min(60, max_len - 2) + 1, count)
+    return [[2, *rng.integers(5, 30000, n).tolist(), 3] for n in lengths]
 
 
 def pretrain_batch(tok, ids: np.ndarray, B: int, T: int, short: float, rng: np.random.Generator) -> dict:
@@ -161,6 +181,17 @@ def to(batch: dict, device: torch.device) -> dict:
     return {k: v.to(device) for k, v in batch.items()}
 
 
+def ours_on(batch: dict, device: torch.device, case: str) -> dict:
+    """litebert's batch on `device`. On a GPU as the training loop gives it: padding located on the host (the model
+    unpads without reading the mask back), a mask of real tokens only dropped. The CPU finds them in the forward."""
+    if device.type != "cuda":
+        return to(batch, device)
+    if case.startswith("pretrain"):
+        return to(prepare_batch(batch)[0], device)
+    real = find_real_tokens(batch["attention_mask"])
+    return to(batch, device) | ({"real_tokens": real.to(device)} if real is not None else {})
+
+
 class Pair:
     """litebert and transformers models with identical weights, each with its own LAMB."""
 
@@ -215,11 +246,11 @@ def run_case(
             if case.startswith("pretrain"):
                 loss = ours(**b).loss
             elif case == "finetune":
-                _, pooled = ours.albert(b["input_ids"], b["attention_mask"], b["token_type_ids"])
+                _, pooled = ours.albert(b["input_ids"], b["attention_mask"], b["token_type_ids"], b.get("real_tokens"))
                 loss = torch.nn.functional.cross_entropy(pair.ours_head(pooled).float(), b["labels"])
             else:
                 with torch.no_grad():
-                    return ours.albert(b["input_ids"], b["attention_mask"], b["token_type_ids"])
+                    return ours.albert(b["input_ids"], b["attention_mask"], b["token_type_ids"], b.get("real_tokens"))
         loss.backward()
         pair.opt_ours.step()
         pair.opt_ours.zero_grad(set_to_none=True)
@@ -275,6 +306,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--cache", type=Path, default=Path(".bench-cache"))
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder (corpora/, labeled/)")
+    ap.add_argument("--synthetic", action="store_true", help="random ids: no shared data, no tokenizer training")
     ap.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU table")
     ap.add_argument("--json", type=Path, default=None, help="also append results as JSON lines here")
     ap.add_argument("--compile", action="store_true", help="torch.compile litebert's model (transformers stays eager)")
@@ -287,8 +319,11 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     args.cache.mkdir(exist_ok=True)
-    tok = tokenizer(args.cache, args.data)
-    ids = corpus_ids(tok, args.data)
+    if args.synthetic:
+        tok, ids = SyntheticVocab(), np.random.default_rng(0).integers(5, 30000, 400_000)
+    else:
+        tok = tokenizer(args.cache, args.data)
+        ids = corpus_ids(tok, args.data)
     native = native_bf16(device)
     args.precision = args.precision or (["fp32", "bf16"] if native else ["fp32"])
     peak = {p: matmul_peak(torch.bfloat16 if p == "bf16" else torch.float32, device) for p in args.precision}
@@ -305,6 +340,10 @@ def main() -> None:
         f"malloc keeps freed memory: {kept}, dropout: {'0 (v2)' if args.no_dropout else 'the preset'}"
     )
     print("# dense matmul peak: " + ", ".join(f"{p} {v / 1e9:.0f} GFLOP/s" for p, v in peak.items()))
+    sheet = {p: peak_flops(device, p) for p in args.precision}
+    sheet = {p: v for p, (v, where) in sheet.items() if where.startswith("datasheet")}
+    if sheet:
+        print("# datasheet dense peak: " + ", ".join(f"{p} {v / 1e12:.0f} TFLOP/s" for p, v in sheet.items()))
     if not native and "bf16" not in args.precision:  # torch's bf16 matmul is a reference loop there
         print("# bf16 left out: without AVX512-BF16 or AMX, torch's bf16 matmul runs ~100x below fp32 for both "
               "libraries (--precision bf16 measures it anyway)")  # fmt: skip
@@ -324,14 +363,18 @@ def main() -> None:
                 if case.startswith("pretrain"):
                     short = 0.1 if case == "pretrain-short" else 0.0
                     bs = [pretrain_batch(tok, ids, args.batch, T, short, rng) for _ in range(2)]
-                    batches = ([to(b, device) for b in bs], [to(hf_pretrain_inputs(b), device) for b in bs])
+                    batches = ([ours_on(b, device, case) for b in bs], [to(hf_pretrain_inputs(b), device) for b in bs])
                     tokens = sum(int(b["attention_mask"].sum()) for b in bs)
                 else:
                     n = 512 if name == "tiny" else 256
-                    seqs_ = sentences(tok, args.data, n, T)
-                    batches = tuple([to(b, device) for b in finetune_batches(seqs_, 32, g, 0)] for g in (True, False))
+                    seqs_ = synthetic_sentences(n, T, rng) if args.synthetic else sentences(tok, args.data, n, T)
+                    batches = tuple(
+                        [(ours_on if g else lambda b, d, c: to(b, d))(b, device, case)
+                         for b in finetune_batches(seqs_, 32, g, 0)]
+                        for g in (True, False)
+                    )  # fmt: skip
                     tokens = sum(len(s) for s in seqs_[: len(batches[0]) * 32])
-                diff = parity(pair, batches[0][0])
+                diff = parity(pair, batches[1][0])  # every key present (ours may drop a full mask)
                 if args.compile:  # compiled in the warm-up round, which is not timed
                     pair.ours.compile()
                 for prec in args.precision:
@@ -339,6 +382,7 @@ def main() -> None:
                         case, pair, batches, prec, args.reps, device, args.rounds
                     )
                     ratio = statistics.median(b / a for a, b in zip(t_ours, t_theirs, strict=True))
+                    sheet_mfu = ""
                     tokens_run = tokens * args.rounds
                     ours_tps, hf_tps = tokens_run / statistics.median(t_ours), tokens_run / statistics.median(t_theirs)
                     mfu_o = mfu_t = float("nan")
@@ -347,6 +391,8 @@ def main() -> None:
                         flops = tokens_run * train_flops_per_sequence(config, T, max(1, round(0.15 * T))) / T
                         mfu_o = statistics.median(flops / t / pk for t, pk in zip(t_ours, peaks, strict=True))
                         mfu_t = statistics.median(flops / t / pk for t, pk in zip(t_theirs, peaks, strict=True))
+                        if prec in sheet:  # against the datasheet: the figure papers report
+                            sheet_mfu = f" sheet MFU {flops / statistics.median(t_ours) / sheet[prec]:.1%}"
                     if device.type == "cuda":  # allocated in each library's timed steps, both models resident
                         mem = f"{gpu_mem[0]:,.0f}/{gpu_mem[1]:,.0f}MB"
                     else:  # the process's, both libraries together
@@ -354,7 +400,7 @@ def main() -> None:
                     print(
                         f"{name:<12} {case:<15} {T:>4} {prec:<5} {ratio:>7.2f}x {ours_tps:>11,.0f} {hf_tps:>10,.0f} "
                         f"{mfu_o:>8.0%} {mfu_t:>7.0%} {statistics.median(peaks) / 1e9:>6.0f} {mem:>9} "
-                        f"{diff:>8.1e}",
+                        f"{diff:>8.1e}{sheet_mfu}",
                         flush=True,
                     )
                     if args.json:

@@ -214,7 +214,7 @@ def test_embed_cli_rows_follow_lines_and_long_texts_use_windows(model_dir, tmp_p
 def test_length_grouped_batches_cover_every_feature_once_per_epoch_and_pad_little():
     import numpy as np
 
-    from litebert.finetune.run import LENGTH_GROUP, train_batches
+    from litebert.finetune.batches import LENGTH_GROUP, train_batches
     from litebert.finetune.tasks.base import TaskData
     from litebert.finetune.tasks.common import Report
 
@@ -393,7 +393,8 @@ def test_an_interrupted_rerun_leaves_no_results_of_another_run(ft_cfg, tmp_path,
         finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, max_steps=2, eval_every=1, lr=1e-3))
     assert not (tmp_path / "results.json").exists()  # the old run's would describe the new run's best/
     assert json.loads((tmp_path / "best" / "finetune.json").read_text())["config"]["lr"] == 1e-3
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]  # saved whole, swapped in: no .best.tmp left
+    # best/ saved whole, swapped in: no .best.tmp left; the step-1 checkpoint stays for --resume
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best", "checkpoints", "metrics.jsonl"]
     (tmp_path / "file").write_text("x")
     with pytest.raises(NotADirectoryError, match="file: --out is a file; it names the directory"):
         finetune(ft_cfg(tmp_path / "file", task="classification", train=data, dev=data, max_steps=1))

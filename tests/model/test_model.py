@@ -320,3 +320,79 @@ def test_presets():
     assert litebert.preset("albert-base").has_projection is True
     with pytest.raises(ValueError, match="unknown preset"):
         litebert.preset("albert-huge")
+
+
+def _padded_batch() -> tuple[torch.Tensor, torch.Tensor]:
+    """Right padding, left padding (a padded position 0) and a row without any real token."""
+    ids = _ids(4, 10)
+    mask = torch.ones_like(ids)
+    mask[0, 6:] = 0
+    mask[1, :3] = 0
+    mask[3] = 0
+    return ids.masked_fill(mask == 0, 0), mask
+
+
+def test_real_tokens_found_on_the_host_give_the_model_s_own_unpadding():
+    from litebert.model.albert import find_real_tokens
+
+    model, (ids, mask) = _model(), _padded_batch()
+    real = find_real_tokens(mask)
+    assert real.pad0 and real.max_seqlen == 10 and real.cu_seqlens.tolist() == [0, 6, 14, 24, 24]
+    assert find_real_tokens(torch.ones_like(mask)) is None  # nothing to unpad: the mask is dropped
+    with torch.no_grad():
+        for a, b in zip(model.albert(ids, mask), model.albert(ids, mask, real_tokens=real), strict=True):
+            assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="real_tokens describe an attention_mask"):
+        model.albert(ids, real_tokens=real)
+
+
+def test_the_padded_grid_gives_what_the_unpadded_path_gives():
+    # A GPU forward without the host's RealTokens (and torch.compile) computes every position and masks the padded
+    # keys: the real tokens' states, the zeros at padding and the pooled output are those of the unpadded path.
+    model, (ids, mask) = _model(), _padded_batch()
+    with torch.no_grad():
+        hidden, pooled = model.albert(ids, mask)
+        grid_hidden, grid_pooled = model.albert._padded_grid(ids, torch.zeros_like(ids), mask.bool())
+    torch.testing.assert_close(grid_hidden, hidden, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grid_pooled, pooled, rtol=1e-5, atol=1e-5)
+    assert not grid_hidden[mask == 0].any() and torch.isfinite(grid_pooled).all()
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_a_compiled_training_step_has_no_graph_break(padded):
+    # fullgraph=True refuses any break (aot_eager: the graph is captured and run through autograd, no codegen)
+    from litebert.model.albert import find_real_tokens
+
+    model = _model(hidden_dropout=0.1, attention_dropout=0.1).train()
+    ids = _ids(4, 10)
+    batch = dict(input_ids=ids, masked_positions=torch.tensor([[1, 2]] * 4), masked_labels=torch.tensor([[7, 8]] * 4),
+                 sentence_order_label=torch.tensor([0, 1, -100, 1]))  # fmt: skip
+    if padded:
+        ids, mask = _padded_batch()
+        batch.update(input_ids=ids, attention_mask=mask, real_tokens=find_real_tokens(mask))
+    step = torch.compile(model, fullgraph=True, backend="aot_eager")
+    step(**batch).loss.backward()
+    assert all(p.grad is not None for p in model.albert.encoder.parameters())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_packed_attention_on_a_gpu_gives_the_padded_reference_in_bf16():
+    from litebert.model.albert import find_real_tokens, packs, varlen_attn
+
+    if varlen_attn is None or torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("FlashAttention's variable-length kernel needs torch >= 2.9 and compute capability 8.0")
+    model = _model(num_heads=2).cuda()  # head size 16
+    ids, mask = _padded_batch()
+    mask[3, :4] = 1  # packed attention is used without a padded position 0
+    mask[1] = 1
+    ids, mask = ids.cuda(), mask.cuda()
+    real = find_real_tokens(mask.cpu()).to("cuda")
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        packed, packed_pooled = model.albert(ids, mask, real_tokens=real)
+        grid, grid_pooled = model.albert(ids, mask)  # no RealTokens: the padded grid, SDPA with a mask
+    qkv = torch.zeros(5, 3 * 32, device="cuda", dtype=torch.bfloat16)
+    from litebert.model.albert import Unpadded
+
+    assert packs(qkv, Unpadded.of(real, mask.shape), 2, 0.0)
+    torch.testing.assert_close(packed.float(), grid.float(), rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(packed_pooled.float(), grid_pooled.float(), rtol=2e-2, atol=2e-2)

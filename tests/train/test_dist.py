@@ -44,9 +44,10 @@ def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
     worker = tmp_path / "worker.py"
     worker.write_text(
         textwrap.dedent(f"""
-        import hashlib, json, os, sys, torch
+        import hashlib, json, os, signal, sys, torch
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         import test_dist as t
+        from litebert.train import TrainingInterrupted
         from litebert.train.synthetic import Interrupted
         torch.set_num_threads(1)
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -76,9 +77,25 @@ def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
         except KeyboardInterrupt:
             pass
         resumed = t.pretrain(t.model_config(), cfg, None, {str(out)!r} + "-cut", batches=source(), resume=True)
+        # SIGTERM reaches rank 1 alone, while its batches are built: both ranks stop after the same step and save it
+        class Signalled(t.SyntheticBatches):
+            def __iter__(self):
+                for batch in super().__iter__():
+                    if rank == 1 and self.index == 3:
+                        os.kill(os.getpid(), signal.SIGTERM)
+                    yield batch
+        term = t.train_config(parallel={parallel!r}, save_every=100)
+        try:
+            t.pretrain(t.model_config(), term, None, {str(out)!r} + "-term", batches=Signalled(vocab_size=t.V,
+                       seq_len=t.T, batch_size=t.GLOBAL_BATCH, rank=rank, world_size=world))
+            stopped = None
+        except TrainingInterrupted as exc:
+            stopped = exc.step
+        after = t.pretrain(t.model_config(), term, None, {str(out)!r} + "-term", batches=source(), resume=True)
         with open({str(tmp_path)!r} + f"/rank{{rank}}.json", "w") as f:
             json.dump({{"losses": summary.losses, "digest": digest.hexdigest(), "eval": summary.eval,
-                        "resumed": resumed.losses, "start": resumed.start_step, "refused": refused}}, f)
+                        "resumed": resumed.losses, "start": resumed.start_step, "refused": refused,
+                        "stopped": stopped, "after": after.losses}}, f)
         torch.distributed.destroy_process_group()
         # Results are on disk: skip the interpreter's teardown. One CI run lost a rank to "terminate called
         # without an active exception" (not reproduced in 40 runs since), which pytorch/pytorch#90549 reports
@@ -100,6 +117,10 @@ def test_torchrun_two_processes_match_one_process(tmp_path: Path, parallel: str)
     assert ranks[0]["digest"] == ranks[1]["digest"]  # replicas identical after training
     assert ranks[0]["losses"] == ranks[1]["losses"]  # the logged loss is the global mean on every rank
     assert ranks[0]["start"] == 2 and ranks[0]["resumed"] == ranks[0]["losses"][2:]  # exact resume, sharded too
+    stopped = ranks[0]["stopped"]  # SIGTERM to rank 1 alone: every rank stopped after the same step, saved it
+    assert stopped is not None and stopped == ranks[1]["stopped"] and 1 <= stopped <= STEPS
+    assert (out.parent / f"{parallel}-term" / "checkpoints" / f"step_{stopped:08d}" / "complete.json").is_file()
+    assert ranks[0]["after"] == ranks[1]["after"] == ranks[0]["losses"][stopped:]
     if parallel == "fsdp":  # the same message on both ranks, before any step was trained
         assert ranks[0]["refused"] == ranks[1]["refused"]
         assert "too small to give each of the 2 ranks" in ranks[0]["refused"]

@@ -199,6 +199,38 @@ def test_lamb_rounds_a_bf16_weight_once() -> None:
     assert torch.equal(half.detach(), full.detach().to(torch.bfloat16))
 
 
+def test_lamb_applies_its_ratios_as_tensors_with_the_rounding_of_sub_alpha() -> None:
+    # The step is w - scale * u with the scale a tensor (no read back); on a CPU it must round as the
+    # w.sub_(u, alpha=scale) of every earlier litebert run (one fused multiply-add), or CPU runs would change.
+    g = torch.Generator().manual_seed(0)
+    w, u = torch.randn(100_003, generator=g), torch.randn(100_003, generator=g) * 1e-3
+    scale = torch.tensor(0.0123456789)
+    assert torch.equal(w.clone().addcmul_(u, -scale), w.clone().sub_(u, alpha=float(scale)))
+    assert not torch.equal(w.clone().sub_(u * scale), w.clone().sub_(u, alpha=float(scale)))  # two roundings differ
+
+
+def test_lamb_withholds_a_step_flagged_found_inf_moments_included() -> None:
+    torch.manual_seed(0)
+    model, guarded = Toy(), Toy()
+    guarded.load_state_dict(model.state_dict())
+    plain, flagged = (Lamb(list(m.named_parameters()), lr=1e-2) for m in (model, guarded))
+    for found_inf in (0.0, 1.0, 0.0):
+        grads = [torch.randn_like(p) for p in model.parameters()]
+        for m, opt in ((model, plain), (guarded, flagged)):
+            for p, grad in zip(m.parameters(), grads, strict=True):
+                p.grad = grad.clone() if opt is plain or not found_inf else torch.full_like(grad, float("nan"))
+        before = [p.clone() for p in guarded.parameters()], [s["exp_avg"].clone() for s in flagged.state.values()]
+        flagged.found_inf, flagged.grad_scale = torch.tensor(found_inf), None  # torch's GradScaler protocol
+        flagged.step()
+        if found_inf:  # NaN gradients, withheld: weights and moments as they were
+            assert all(torch.equal(a, b) for a, b in zip(before[0], guarded.parameters(), strict=True))
+            assert all(torch.equal(a, s["exp_avg"]) for a, s in zip(before[1], flagged.state.values(), strict=True))
+        else:
+            plain.step()
+    # the two unflagged steps equal plain LAMB's two steps, bit for bit
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), guarded.parameters(), strict=True))
+
+
 def _hand_adam_wd(w, g, m, v, *, lr, wd, excluded, b1=0.9, b2=0.999, eps=1e-6):
     """One step of the official AdamWeightDecayOptimizer (optimization.py), numpy float64: no bias correction,
     eps outside the square root, decoupled decay inside the update, all of it times lr."""

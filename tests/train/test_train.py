@@ -17,7 +17,7 @@ import torch
 
 import litebert
 from litebert.train import NonFiniteLossError, TrainConfig, pretrain
-from litebert.train.checkpoint import list_checkpoints
+from litebert.train.checkpoint import latest_checkpoint, list_checkpoints
 from litebert.train.synthetic import Interrupted, SyntheticBatches
 
 V, T = 64, 32
@@ -128,6 +128,8 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
+    state = torch.load(latest_checkpoint(out) / "trainer.pt", weights_only=True)
+    assert state["data"] == [{"index": state["step"], "seed": 0}]  # batches consumed, not those built ahead
     resumed = run(out, resume=True, max_steps=40, save_every=1)
     assert 3 <= resumed.start_step < 40
     full = run(tmp_path / "full", max_steps=40, save_every=40)
@@ -266,36 +268,42 @@ def test_a_run_saves_the_precision_auto_resolved_to(tmp_path: Path, monkeypatch,
     assert saved["precision"] == ("bf16" if native else "fp32")
 
 
+MARK = 5  # every masked label of a poisoned batch (random labels are never all one id)
+
+
 def _poisoned_from_step_4(monkeypatch, poison):  # noqa: ANN001, ANN202
-    """A SyntheticBatches class whose 4th batch on makes the MLM loss poison(loss, logits), and a list that
-    clear() empties to make a new run start clean."""
+    """A SyntheticBatches class whose 4th batch on makes the MLM loss poison(loss, logits). The batches carry the
+    mark themselves: they are built ahead of the step that uses them, on another thread."""
     import litebert.model.heads
 
-    real_loss, poisoned = litebert.model.heads.mlm_loss, []
+    real_loss = litebert.model.heads.mlm_loss
 
     def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         loss = real_loss(logits, labels)
-        return poison(loss, logits) if poisoned else loss
+        return poison(loss, logits) if bool((labels == MARK).all()) else loss
 
     class Poisoned(SyntheticBatches):
         def __iter__(self):  # noqa: ANN204
             for batch in super().__iter__():
-                if self.index == 4:  # the batch of step 4 diverges
-                    poisoned.append(True)
+                if self.index >= 4:  # the batch of step 4 diverges
+                    batch = {**batch, "masked_labels": torch.full_like(batch["masked_labels"], MARK)}
                 yield batch
 
     monkeypatch.setattr(litebert.model.heads, "mlm_loss", mlm_loss)
-    return Poisoned, poisoned
+    return Poisoned
 
 
 def test_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
-    Poisoned, poisoned = _poisoned_from_step_4(monkeypatch, lambda loss, logits: loss * float("nan"))
+    Poisoned = _poisoned_from_step_4(monkeypatch, lambda loss, logits: loss * float("nan"))
     batches = Poisoned(vocab_size=V, seq_len=T, batch_size=4)
     with pytest.raises(NonFiniteLossError, match=r"at step 4.*step_00000002"):
         pretrain(model_config(), train_config(save_every=2), None, tmp_path / "nan", batches=batches)
     assert [p.name for p in list_checkpoints(tmp_path / "nan")] == ["step_00000002"]
-    poisoned.clear()  # diverging before the first checkpoint: nothing to resume from
-    with pytest.raises(NonFiniteLossError, match=r"at step 4; weights were not updated; start again, lower lr"):
+    # diverging before the first checkpoint: nothing to resume from
+    with pytest.raises(
+        NonFiniteLossError,
+        match=r"pretraining loss nan at step 4: stopped before updating the weights; start again with a lower --lr",
+    ):
         pretrain(model_config(), train_config(save_every=10), None, tmp_path / "nan2",
                  batches=Poisoned(vocab_size=V, seq_len=T, batch_size=4))  # fmt: skip
 
@@ -304,9 +312,9 @@ def test_a_nan_gradient_under_a_finite_loss_stops_before_the_weights_change(tmp_
     # LAMB applied it: every weight became NaN, step 4's checkpoint kept them, and step 5's NaN loss named that
     # checkpoint as the last good one
     nan_gradient = lambda loss, logits: loss + torch.sqrt(logits.sum() * 0)  # value + 0, gradient NaN
-    Poisoned, _ = _poisoned_from_step_4(monkeypatch, nan_gradient)
+    Poisoned = _poisoned_from_step_4(monkeypatch, nan_gradient)
     batches = Poisoned(vocab_size=V, seq_len=T, batch_size=4)
-    with pytest.raises(NonFiniteLossError, match=r"gradient norm is nan \(loss .*\) at step 4.*step_00000002"):
+    with pytest.raises(NonFiniteLossError, match=r"gradient norm nan \(loss .*\) at step 4.*step_00000002"):
         pretrain(model_config(), train_config(save_every=2), None, tmp_path / "nan", batches=batches)
     assert [p.name for p in list_checkpoints(tmp_path / "nan")] == ["step_00000002"]
 
@@ -412,7 +420,7 @@ def test_train_flops_count_every_block_run(overrides):
 
 def test_throughput_times_training_steps_only(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     # Evaluation and checkpoints ran inside the next log window: the step after them read ~80x slower.
-    from litebert.train import loop
+    from litebert.train import engine, loop
 
     clock = [0.0]
     monkeypatch.setattr(loop.time, "perf_counter", lambda: clock[0])
@@ -424,7 +432,7 @@ def test_throughput_times_training_steps_only(tmp_path: Path, monkeypatch) -> No
 
         return timed
 
-    monkeypatch.setattr(loop, "_optimizer_step", costing(1.0, loop._optimizer_step))
+    monkeypatch.setattr(engine, "optimizer_step", costing(1.0, engine.optimizer_step))
     monkeypatch.setattr(loop, "_eval", costing(100.0, loop._eval))
     monkeypatch.setattr(loop, "save_training_state", costing(50.0, loop.save_training_state))
     run(tmp_path / "timed")
@@ -434,15 +442,15 @@ def test_throughput_times_training_steps_only(tmp_path: Path, monkeypatch) -> No
 
 
 def test_step_tokens_are_the_real_ones_not_the_padding() -> None:
-    from types import SimpleNamespace
-
-    from litebert.train.loop import _batch_stats
+    from litebert.train.loop import prepare_batch
 
     mask = torch.ones(2, 8, dtype=torch.long)
     mask[1, 5:] = 0
     labels = torch.tensor([[3, -100], [4, 5]])
     batch = {"input_ids": torch.ones(2, 8, dtype=torch.long), "attention_mask": mask, "masked_labels": labels,
-             "sentence_order_label": torch.tensor([0, 1])}  # fmt: skip
-    out = SimpleNamespace(mlm_logits=torch.zeros(2, 2, V), sop_logits=torch.zeros(2, 2))
-    totals = _batch_stats(out, batch, torch.tensor(1.0))
-    assert totals[5] == 2 and totals[6] == 13 and totals[7] == 3  # sequences, real tokens, masked positions
+             "sentence_order_label": torch.tensor([0, -100])}  # fmt: skip
+    prepared, host = prepare_batch(batch)
+    assert host.tolist() == [2, 13, 3, 1]  # sequences, real tokens, masked positions, pair labels
+    assert prepared["real_tokens"].index.tolist() == [*range(8), 8, 9, 10, 11, 12]  # where the model computes
+    full, host = prepare_batch({**batch, "attention_mask": torch.ones_like(mask)})
+    assert "attention_mask" not in full and "real_tokens" not in full and host[1] == 16  # nothing to unpad

@@ -44,9 +44,10 @@ def main(argv: list[str] | None = None) -> int:
             exc = DiskFullError(getattr(exc, "filename", None) or "a file")
         print(f"litebert {args.command}: error{f' (rank {rank})' if rank != '0' else ''}: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: no traceback; what was finished is kept (builds and runs resume)
-        print(f"litebert {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C: no traceback; what was finished is kept (builds and runs resume)
+        # Training saved a checkpoint first and says where (TrainingInterrupted): 128 + the signal (143: SIGTERM).
+        print(f"litebert {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
+        return getattr(exc, "exit_code", 130)
     finally:
         warnings.formatwarning = formatwarning  # a warning says what happened, not which line of litebert said it
 

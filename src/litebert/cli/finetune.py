@@ -14,6 +14,9 @@ from litebert.finetune.tasks.squad_eval import METRICS
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("finetune", help="fine-tune a pretrained model on a task; best dev checkpoint in OUT/best")
     add_config_flags(p, FinetuneConfig, title="the run (FinetuneConfig)", note=_task_note)
+    p.add_argument("--resume", action="store_true",
+                   help="continue OUT from its newest checkpoint, with the run's own settings (only --device may "
+                        "change)")  # fmt: skip
     p.set_defaults(func=_finetune)
 
     e = sub.add_parser("evaluate", help="score SQuAD predictions (official metric) or a fine-tuned model")
@@ -65,7 +68,7 @@ def _finetune(args: argparse.Namespace) -> int:
                          "would ignore it")  # fmt: skip
     if "pooling" in values:  # asked for, even as "cls": refused where the task has no pooled state
         check_pooling(values["task"], values["pooling"])
-    result = finetune(FinetuneConfig(**values))
+    result = finetune(FinetuneConfig(**values), resume=args.resume)
     print(json.dumps({"best": {result.best_metric: result.best_value, "step": result.best_step},
                       "results": str(result.results_path), "best_dir": str(result.best_dir)}))  # fmt: skip
     return 0

@@ -12,7 +12,7 @@ from typing import Any
 from litebert.finetune.heads import POOLED_HEADS, POOLINGS
 from litebert.finetune.tasks import TASKS
 from litebert.io import check_types
-from litebert.train.config import OPTIMIZERS
+from litebert.train.config import OPTIMIZERS, PRECISIONS
 
 
 def check_pooling(task: str, pooling: str) -> None:
@@ -104,6 +104,14 @@ class FinetuneConfig:
         "task": "multiple-choice",
     })  # fmt: skip
     device: str | None = field(default=None, metadata={"help": "torch device (default: cuda when available)"})
+    precision: str = field(default="fp32", metadata={
+        "help": "autocast precision: fp32, bf16 or fp16 (fp16 on a GPU only), or auto: bf16 where supported",
+        "choices": PRECISIONS,
+    })  # fmt: skip
+    grad_accum: int = field(default=1, metadata={"help": "micro-batches of batch_size per optimizer step"})
+    save_every: int | None = field(default=None, metadata={
+        "help": "steps between resumable checkpoints (default: eval_every); removed when the run finishes",
+    })  # fmt: skip
 
     def __post_init__(self) -> None:
         for name in ("train", "dev", "init", "out", "tokenizer"):  # paths may come as Path objects
@@ -118,14 +126,17 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig.text_columns must be column names, got {self.text_columns!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"FinetuneConfig.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"FinetuneConfig.precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.task not in TASKS:
             raise ValueError(f"FinetuneConfig.task must be one of {sorted(TASKS)}, got {self.task!r}")
         if self.max_qa_length is None and self.max_seq_length is not None:  # the official 128 at length 512
             self.max_qa_length = min(128, self.max_seq_length // 2)
         for name in ("max_steps", "eval_every", "batch_size", "eval_batch_size", "max_seq_length", "doc_stride",
-                     "max_query_length", "max_answer_length", "n_best_size", "max_qa_length"):  # fmt: skip
+                     "max_query_length", "max_answer_length", "n_best_size", "max_qa_length", "grad_accum",
+                     "save_every"):  # fmt: skip
             value = getattr(self, name)
-            if value is None and name in ("max_seq_length", "max_qa_length"):  # resolved from the model
+            if value is None and name in ("max_seq_length", "max_qa_length", "save_every"):  # resolved later
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")

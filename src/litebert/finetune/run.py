@@ -1,33 +1,39 @@
 """Fine-tuning: a pretrained backbone + a task head, trained with the official protocol (evaluate on dev every
-N steps, keep the best dev checkpoint); finetuned.py loads, scores and runs what it saves.
+N steps, keep the best dev checkpoint); saved.py loads, scores and runs what it saves.
 
 The recipe follows the official ALBERT fine-tuning scripts (run_classifier.py / run_squad_v2.py /
 run_race.py and docs/paper.md §7): AdamW with weight decay 0.01 (not on LayerNorm and biases), linear
-warmup then linear decay to 0, gradient clipping at 1.0, the best dev checkpoint reported. A fine-tuned
-model directory holds the (updated) pretrained model as `litebert.save` writes it, so `litebert.load` reads
-it, plus head.safetensors and finetune.json (task, labels, settings) and the tokenizer files.
+warmup then linear decay to 0, gradient clipping at 1.0, the best dev checkpoint reported. It runs on the loop
+pretraining runs on (litebert.train.engine: precision, DDP under torchrun, accumulation, metrics.jsonl,
+resumable checkpoints, SIGTERM), with the task's head and its dev evaluation plugged in. A fine-tuned model
+directory holds the (updated) pretrained model as `litebert.save` writes it, so `litebert.load` reads it, plus
+head.safetensors and finetune.json (task, labels, settings) and the tokenizer files.
+
+OUT/  results.json (written last), best/ (the best dev checkpoint), metrics.jsonl (train and dev records),
+      checkpoints/ (the newest resumable checkpoint while the run goes on; removed once results.json is written)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import math
+import os
 import shutil
 import time
-import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
+from litebert.finetune.batches import TrainBatches, feature_length
 from litebert.finetune.config import FinetuneConfig
 from litebert.finetune.heads import FinetuneModel, build_head
+from litebert.finetune.resume import RESULTS_FILE, check_fresh, resume_checkpoint, resumed_model
 from litebert.finetune.tasks import Task, TaskData, get_task
 from litebert.finetune.tasks.common import collate
 from litebert.hf.directory import load, save
@@ -38,11 +44,17 @@ from litebert.model.heads import AlbertForPretraining
 from litebert.model.params import TRAINING_COPIES, check_model_size
 from litebert.model.weights import HEAD_FILE, META_FILE, write_safetensors
 from litebert.tokenizer.tokenizer import Tokenizer
-from litebert.train.loop import NonFiniteLossError
-from litebert.train.optim import build_optimizer, lr_schedule, set_lr
+from litebert.train import dist
+from litebert.train.checkpoint import checkpoint_dir, latest_checkpoint
+from litebert.train.config import TrainConfig
+from litebert.train.engine import Hooks, fit
+from litebert.train.metrics import METRICS_FILE, MetricsLogger
+from litebert.train.precision import check_precision, resolve_precision
+from litebert.train.prefetch import Prefetcher
+from litebert.train.state import restore_state, save_state
+from litebert.train.step import Objective, Trainer, build_trainer
 
 log = logging.getLogger(__name__)
-RESULTS_FILE = "results.json"
 
 
 @dataclass
@@ -89,38 +101,6 @@ def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
     return base, tok
 
 
-# Batches per length-sorted group: long enough that neighbours in a group have near-equal lengths, short
-# enough that the shuffle still mixes the data (the length-grouped sampler of common fine-tuning practice).
-LENGTH_GROUP = 50
-
-
-def _length(feature: dict) -> int:
-    return int(np.asarray(feature["input_ids"]).shape[-1])
-
-
-def train_batches(
-    data: TaskData, batch_size: int, pad: dict[str, int], rng: np.random.Generator, group_by_length: bool = False
-) -> Iterator:
-    """Seeded epochs of shuffled training features, forever. With `group_by_length`, every LENGTH_GROUP
-    batches' worth of shuffled features is sorted by length and cut into batches, which are then shuffled:
-    batches pad to their longest member, so little padding is left (and the model skips what is)."""
-    n = len(data.features)
-    lengths = np.array([_length(f) for f in data.features])
-    group_size = batch_size * LENGTH_GROUP
-    while True:
-        order = rng.permutation(n)
-        if not group_by_length:
-            for i in range(0, n, batch_size):
-                yield collate([data.features[j] for j in order[i : i + batch_size]], pad)
-            continue
-        for m in range(0, n, group_size):
-            group = order[m : m + group_size]
-            group = group[np.argsort(lengths[group], kind="stable")]
-            chunks = [group[i : i + batch_size] for i in range(0, len(group), batch_size)]
-            for c in rng.permutation(len(chunks)):
-                yield collate([data.features[j] for j in chunks[c]], pad)
-
-
 @torch.no_grad()
 def run_model(
     model: FinetuneModel, data: TaskData, pad: dict[str, int], batch_size: int
@@ -128,7 +108,7 @@ def run_model(
     """Per-feature outputs (logits etc.) of the model in eval mode, in feature order."""
     model.eval()
     # Sorted by length so each batch pads little; outputs go back to feature order.
-    order = np.argsort([_length(f) for f in data.features], kind="stable")
+    order = np.argsort([feature_length(f) for f in data.features], kind="stable")
     outputs: dict[str, list] = {}
     for i in range(0, len(order), batch_size):
         idx = order[i : i + batch_size]
@@ -159,72 +139,196 @@ def resolve_device(cfg: Any) -> torch.device:
     return device
 
 
-def finetune(cfg: FinetuneConfig) -> FinetuneResult:
-    """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json."""
+def finetune(cfg: FinetuneConfig, *, resume: bool = False) -> FinetuneResult:
+    """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json.
+
+    `resume` continues the newest checkpoint in cfg.out with the run's own settings (the device may change) and
+    ends as the uninterrupted run would have. SIGTERM or Ctrl-C write a checkpoint at the step in hand and raise
+    litebert.train.TrainingInterrupted; a non-finite loss raises NonFiniteLossError before anything is saved."""
     cfg = dataclasses.replace(cfg)  # defaults filled in below (max_seq_length) stay out of the caller's config
     device = resolve_device(cfg)  # before the model and data are read: an unusable --device fails at once
-    if Path(cfg.out).exists() and not Path(cfg.out).is_dir():  # found now, not at the first save after training
-        raise NotADirectoryError(f"{cfg.out}: --out is a file; it names the directory to write the run into")
-    # locked: a second run into the same --out is refused (its best/ would be the other run's)
-    with writing_dir(cfg.out, "--out names the directory to write the run into"):
-        if (Path(cfg.out) / RESULTS_FILE).exists():  # scripts rerun into one directory: replace, but say so
-            warnings.warn(f"{cfg.out}: replacing the results and best checkpoint of an earlier run", stacklevel=2)
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
-            return _finetune(cfg, device)
-
-
-def _finetune(cfg: FinetuneConfig, device: torch.device) -> FinetuneResult:
-    torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    base, tok = load_pretrained(cfg)
-    loaded = int(device.type == "cpu")  # the weights are in host memory already
-    check_model_size(base.config, copies=TRAINING_COPIES - loaded, device=device, what=f"--init {cfg.init}")
-    task, state = get_task(cfg.task), {}
-    train = task.load(cfg.train, tok, cfg, state, mode="train")
-    dev = task.load(cfg.dev, tok, cfg, state, mode="eval")
-    for data in (train, dev):
-        data.report.warn()
-    model = FinetuneModel(base, build_head(task.head, base.config, task.num_outputs(state), cfg.pooling))
-    model.to(device)
-    optimizer = build_optimizer(model.trainable(), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    batches = train_batches(train, cfg.batch_size, task.pad_values(tok), rng, cfg.group_by_length)
     out = Path(cfg.out)
-    result = FinetuneResult(task.main_metric, -float("inf"), 0, out / "best")
-    losses: list[float] = []
-    start = time.perf_counter()
-    for step in range(1, cfg.max_steps + 1):
-        model.train()
-        set_lr(
-            optimizer, lr_schedule(step - 1, peak_lr=cfg.lr, warmup_steps=cfg.warmup_steps, total_steps=cfg.max_steps)
+    if out.exists() and not out.is_dir():  # found now, not at the first save after training
+        raise NotADirectoryError(f"{cfg.out}: --out is a file; it names the directory to write the run into")
+    # Locked: a second run into the same --out is refused (its best/ would be the other run's). Under torchrun the
+    # first rank holds the lock for all.
+    first = os.environ.get("RANK", "0") == "0"
+    with writing_dir(out, "--out names the directory to write the run into") if first else contextlib.nullcontext():
+        ckpt, meta = resume_checkpoint(cfg) if resume else (None, None)
+        if meta is not None:  # the run's own settings (resume_checkpoint checked them against cfg)
+            cfg = FinetuneConfig(**{**meta["config"], "device": cfg.device})
+        else:
+            check_fresh(out)
+        check_precision(cfg.precision, device)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
+            return _finetune(cfg, device, ckpt, meta)
+
+
+def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta: dict | None) -> FinetuneResult:
+    env = _environment(device)
+    try:
+        torch.manual_seed(cfg.seed)
+        rng = np.random.default_rng(cfg.seed)
+        if ckpt is None:
+            base, tok = load_pretrained(cfg)
+            loaded = int(device.type == "cpu")  # the weights are in host memory already
+            check_model_size(base.config, copies=TRAINING_COPIES - loaded, device=device, what=f"--init {cfg.init}")
+        else:
+            base, tok = None, load_tokenizer(ckpt)
+        task, state = get_task(cfg.task), {}
+        train = task.load(cfg.train, tok, cfg, state, mode="train")
+        dev = task.load(cfg.dev, tok, cfg, state, mode="eval")
+        for data in (train, dev):
+            data.report.warn()
+        model = _model(cfg, base, task, state, ckpt, meta)
+        if env.distributed:
+            torch.manual_seed(cfg.seed + 7919 * env.rank)  # dropout stream: distinct per rank
+        tr = build_trainer(model, _train_config(cfg, env.device), env, finetune_objective(),
+                           params=lambda wrapped: dist.unwrap(wrapped).trainable(), partial=True)  # fmt: skip
+        batches = TrainBatches(train, cfg.batch_size, task.pad_values(tok), rng, cfg.group_by_length, rank=env.rank,
+                               world_size=env.world_size)  # fmt: skip
+        run = _Run(cfg, tr, Prefetcher(batches, env.device, prepare_batch), task, state, tok, train, dev)
+        return run.go(ckpt)
+    finally:
+        dist.teardown(env)
+
+
+def _model(
+    cfg: FinetuneConfig, base: Any, task: Task, state: dict, ckpt: Path | None, meta: dict | None
+) -> FinetuneModel:
+    """The pretrained model with a fresh head, or the checkpoint's fine-tuned model and head."""
+    if ckpt is None:
+        return FinetuneModel(base, build_head(task.head, base.config, task.num_outputs(state), cfg.pooling))
+    if state != meta.get("state"):
+        raise ValueError(
+            f"{cfg.train}: its labels {state} differ from those the run started with ({ckpt / META_FILE}: "
+            f"{meta.get('state')}); resume with the run's own files"
         )
-        loss = model(next(batches))["loss"]  # FinetuneModel moves the batch to its device
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        norm = nn.utils.clip_grad_norm_(model.trainable().parameters(), 1.0)
-        value, norm_value = torch.stack([loss.detach().float(), norm.float()]).tolist()  # one wait for the device
-        if not math.isfinite(value + norm_value):  # the update would make weights NaN, and a NaN model the best
-            what = f"loss {value}" if not math.isfinite(value) else f"gradient norm {norm_value}"
-            raise NonFiniteLossError(f"fine-tuning {what} at step {step}: stopped before updating the weights (lower "
-                                     f"--lr, or check the targets in {cfg.train}); {out / 'best'} holds the best "
-                                     "model of the evaluations before, if any")  # fmt: skip
-        optimizer.step()
-        losses.append(value)
-        if step % cfg.eval_every == 0 or step == cfg.max_steps:
-            metrics = evaluate_data(model, task, dev, tok, cfg, state)
-            entry = {"step": step, "train_loss": float(np.mean(losses)), "seconds": time.perf_counter() - start}
-            result.history.append({**entry, "dev": metrics})
-            log.info("step %d: train loss %.4f, dev %s", step, entry["train_loss"], json.dumps(metrics))
-            losses = []
-            # The first evaluation always saves, so best/ exists even when the metric is NaN; any number beats NaN.
-            value = metrics[task.main_metric]
-            beats_nan = math.isnan(result.best_value) and not math.isnan(value)
-            if value > result.best_value or not result.best_step or beats_nan:
-                if not result.best_step:  # an earlier run's results would describe this run's best/
-                    (out / RESULTS_FILE).unlink(missing_ok=True)
-                result.best_value, result.best_step = value, step
-                _save_whole(model, result.best_dir, task.name, state, cfg, tok)
-    result.results_path = write_results(result, cfg, state, train, dev)
-    return result
+    return resumed_model(ckpt, meta, cfg)
+
+
+def _environment(device: torch.device) -> dist.DistEnv:
+    """Under torchrun, this rank of the process group (DDP); otherwise this process alone, on `device`."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return dist.setup("cuda" if device.type == "cuda" else "cpu")
+    return dist.DistEnv(device=device)
+
+
+def _train_config(cfg: FinetuneConfig, device: torch.device) -> TrainConfig:
+    """The loop's settings: the official fine-tuning recipe (clipping at 1.0, linear warmup then decay to 0)."""
+    return TrainConfig(
+        max_steps=cfg.max_steps, batch_size=cfg.batch_size, grad_accum=cfg.grad_accum, optimizer=cfg.optimizer,
+        lr=cfg.lr, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay, max_grad_norm=1.0,
+        precision=resolve_precision(cfg.precision, device), seed=cfg.seed, eval_every=cfg.eval_every,
+        save_every=cfg.save_every or cfg.eval_every, keep_last=1, log_every=cfg.eval_every, tensorboard=False,
+        progress=False,
+    )  # fmt: skip
+
+
+def prepare_batch(batch: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+    """Host counts of a fine-tuning batch, taken ahead on the batch thread: examples and real tokens."""
+    tokens = sum(int(v.numpy().sum()) for k, v in batch.items() if k.endswith("attention_mask"))
+    return batch, np.array([len(batch["input_ids"]), tokens], dtype=np.float64)
+
+
+def finetune_objective() -> Objective:
+    """The head's loss; nothing else is counted on the device."""
+
+    def loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        out = model(batch)["loss"]
+        return out, out.new_zeros(0)
+
+    def row(loss: float, device: list[float], host: np.ndarray, grad_norm: float, lr: float) -> dict[str, float]:
+        return {"loss": loss, "grad_norm": grad_norm, "lr": lr, "sequences": float(host[0]), "tokens": float(host[1])}
+
+    return Objective(loss=loss, prepare=prepare_batch, row=row)
+
+
+@dataclass
+class _Run:
+    """One fine-tuning run on the shared loop: its dev evaluation, best/ and checkpoints as the loop's hooks."""
+
+    cfg: FinetuneConfig
+    tr: Trainer
+    source: Prefetcher
+    task: Task
+    state: dict
+    tok: Any
+    train: TaskData
+    dev: TaskData
+    result: FinetuneResult = field(init=False)
+    start: float = field(default_factory=time.perf_counter)
+
+    def __post_init__(self) -> None:
+        self.result = FinetuneResult(self.task.main_metric, -float("inf"), 0, Path(self.cfg.out) / "best")
+
+    def go(self, ckpt: Path | None) -> FinetuneResult:
+        out, env = Path(self.cfg.out), self.tr.env
+        step, carried = 0, []
+        if ckpt is not None:
+            saved = restore_state(ckpt, self.tr.model, self.tr.optimizer, self.tr.scaler, self.source, env)
+            step, carried, self.result.history = int(saved["step"]), list(saved["log_window"]), saved["history"]
+            self.result.best_value, self.result.best_step = saved["best"]["value"], saved["best"]["step"]
+            self.start -= saved["seconds"]
+        elif env.is_main:  # an earlier, finished run's records would describe this one
+            shutil.rmtree(checkpoint_dir(out), ignore_errors=True)
+            for old in (out / METRICS_FILE, out / RESULTS_FILE):
+                old.unlink(missing_ok=True)
+        if env.is_main:
+            out.mkdir(parents=True, exist_ok=True)
+        logger = MetricsLogger(out, enabled=env.is_main, tensorboard=False)
+        logger.truncate_after(step)
+        try:
+            fit(self.tr, self.source, self._hooks(logger), logger, step=step, carried=carried, what="fine-tuning")
+        finally:
+            logger.close()
+        if env.is_main:
+            self.result.results_path = write_results(self.result, self.cfg, self.state, self.train, self.dev)
+            shutil.rmtree(checkpoint_dir(out), ignore_errors=True)  # finished: nothing left to resume
+        dist.barrier(env)
+        return self.result
+
+    def _hooks(self, logger: MetricsLogger) -> Hooks:
+        cfg = self.tr.cfg
+        return Hooks(
+            save=self._save, save_due=lambda step: step % cfg.save_every == 0 and step < cfg.max_steps,
+            evaluate=lambda step, rows: self._evaluate(step, rows, logger),
+            eval_due=lambda step: step % cfg.eval_every == 0 or step == cfg.max_steps,
+            last_checkpoint=lambda: latest_checkpoint(Path(self.cfg.out)),
+            non_finite_hint=lambda: f"lower --lr, or check the targets in {self.cfg.train}; {self.result.best_dir} "
+            "holds the best model of the evaluations before, if any",
+        )  # fmt: skip
+
+    def _evaluate(self, step: int, rows: list[dict[str, float]], logger: MetricsLogger) -> None:
+        model = dist.unwrap(self.tr.model)
+        metrics = evaluate_data(model, self.task, self.dev, self.tok, self.cfg, self.state)
+        seconds = time.perf_counter() - self.start
+        entry = {"step": step, "train_loss": float(np.mean([r["loss"] for r in rows])), "seconds": seconds}
+        self.result.history.append({**entry, "dev": metrics})
+        logger.log({"step": step, "split": "dev", **{k: v for k, v in metrics.items() if isinstance(v, int | float)}})
+        log.info("step %d: train loss %.4f, dev %s", step, entry["train_loss"], json.dumps(metrics))
+        # The first evaluation always saves, so best/ exists even when the metric is NaN; any number beats NaN.
+        value, best = metrics[self.task.main_metric], self.result
+        beats_nan = math.isnan(best.best_value) and not math.isnan(value)
+        if value > best.best_value or not best.best_step or beats_nan:
+            best.best_value, best.best_step = value, step
+            if self.tr.env.is_main:
+                _save_whole(model, best.best_dir, self.task.name, self.state, self.cfg, self.tok)
+
+    def _save(self, step: int, rows: list[dict[str, float]]) -> Path | None:
+        model, env = dist.unwrap(self.tr.model), self.tr.env
+        progress = {
+            "log_window": rows, "history": json.loads(json.dumps(self.result.history)),  # plain floats, for torch.load
+            "best": {"value": self.result.best_value, "step": self.result.best_step},
+            "seconds": time.perf_counter() - self.start,
+        }  # fmt: skip
+        path = save_state(
+            Path(self.cfg.out), step, model=self.tr.model, optimizer=self.tr.optimizer, scaler=self.tr.scaler,
+            batches=self.source, env=env, extra=progress, keep_last=1,
+            write_model=lambda d: save_finetuned(model, d, self.task.name, self.state, self.cfg, self.tok),
+        )  # fmt: skip
+        dist.barrier(env)
+        return path
 
 
 def write_results(result: FinetuneResult, cfg: FinetuneConfig, state: dict, train: TaskData, dev: TaskData) -> Path:

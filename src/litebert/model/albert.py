@@ -9,6 +9,8 @@ Shapes: B batch, T sequence length, E embedding size, H hidden size, N heads, D 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
+from functools import cache
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +19,23 @@ from torch.utils.checkpoint import checkpoint
 
 from litebert.model.config import ModelConfig
 from litebert.model.kernels import Dropout, FusedDense, activation, dropout
+
+try:  # FlashAttention's variable-length kernel through torch (2.9 and later): attention without padding on a GPU
+    from torch.nn.attention.varlen import varlen_attn
+except ImportError:  # an older torch: padded batches attend over the padded grid, masked
+    varlen_attn = None
+
+
+def on_host(t: torch.Tensor) -> bool:
+    """Whether reading `t`'s values costs nothing: an eager CPU tensor. On a GPU a read waits for every queued
+    kernel (a host synchronisation); inside torch.compile it would break the graph."""
+    return t.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
+def host_range(t: torch.Tensor) -> tuple[int, int]:
+    """(min, max) of a CPU integer tensor, read from its memory (the tensor is on the host: no device to wait for)."""
+    values = t.detach().numpy()
+    return int(values.min()), int(values.max())
 
 
 def check_ids(input_ids: torch.Tensor, token_type_ids: torch.Tensor, config: ModelConfig) -> None:
@@ -28,11 +47,11 @@ def check_ids(input_ids: torch.Tensor, token_type_ids: torch.Tensor, config: Mod
         raise ValueError(f"input_ids of shape {tuple(input_ids.shape)} hold no tokens: a sequence needs at least [CLS]")
     if input_ids.shape[1] > config.max_position:
         raise ValueError(f"sequence length {input_ids.shape[1]} exceeds the model's max_position {config.max_position}")
-    if input_ids.device.type != "cpu" or torch.compiler.is_compiling() or not input_ids.numel():
+    if not on_host(input_ids) or not input_ids.numel():
         return
     for name, ids, size in (("input_ids", input_ids, config.vocab_size),
                             ("token_type_ids", token_type_ids, config.type_vocab_size)):  # fmt: skip
-        low, high = int(ids.min()), int(ids.max())
+        low, high = host_range(ids)
         if low < 0 or high >= size:
             raise ValueError(f"{name} hold {low if low < 0 else high}, outside [0, {size})")
 
@@ -75,18 +94,70 @@ class Embeddings(nn.Module):
         return x
 
 
+@dataclass
+class RealTokens:
+    """Where the real tokens of a padded batch are, found from its mask on the host (`find_real_tokens`).
+
+    The model unpads with it instead of reading the mask itself: on a GPU that read is a host synchronisation
+    (the number of real tokens sizes the tensors that follow), and under torch.compile a data-dependent branch. A
+    training loop builds it with the batch, on the CPU, before the step needs it.
+    """
+
+    index: torch.Tensor  # (N,) flat positions (row * T + column) of the tokens computed, row by row
+    cu_seqlens: torch.Tensor  # (B + 1,) int32: row b's computed tokens are index[cu_seqlens[b] : cu_seqlens[b + 1]]
+    max_seqlen: int  # the most tokens any row computes
+    pad0: bool  # some row computes its padded position 0, as a query only (see Albert.forward)
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> RealTokens:
+        index, cu = (t.to(device, non_blocking=non_blocking) for t in (self.index, self.cu_seqlens))
+        return replace(self, index=index, cu_seqlens=cu)
+
+
+def find_real_tokens(attention_mask: torch.Tensor) -> RealTokens | None:
+    """The RealTokens of a (B, T) mask (1 = real token) on the CPU, or None when every position is real."""
+    real = attention_mask.bool()
+    if bool(real.all()):
+        return None
+    # The pooler reads position 0 even where it is padding (left padding): it is computed there too, as a query
+    # only that no real token attends to, so the pooled output is the one a padded model gives (rows without any
+    # real token stay zeros).
+    pad0 = ~real[:, 0] & real.any(1)  # (B,)
+    computed = real | F.pad(pad0[:, None], (0, real.shape[1] - 1))
+    counts = computed.sum(1)
+    return RealTokens(
+        index=computed.reshape(-1).nonzero().squeeze(1),
+        cu_seqlens=F.pad(counts.cumsum(0), (1, 0)).to(torch.int32),
+        max_seqlen=int(counts.max()),
+        pad0=bool(pad0.any()),
+    )
+
+
 class Unpadded:
     """The real (non-padding) tokens of a padded batch, so dense layers skip the padding.
 
     Linear layers, LayerNorms and the FFN see only the N real tokens (N, C); attention scatters them back to
-    the (B, T) grid it needs. Padded positions come back as zeros: they carry no meaning in any model.
-    With `rows` > N the unpadded tensors carry that many rows, the extra ones copies of the first real token
-    that `pad` leaves out (FusedDense.rows: so that oneDNN sees shapes it has seen before).
+    the (B, T) grid it needs, or (on a GPU) runs FlashAttention's variable-length kernel on them as they are.
+    Padded positions come back as zeros: they carry no meaning in any model. With `rows` > N the unpadded tensors
+    carry that many rows, the extra ones copies of the first real token that `pad` leaves out (FusedDense.rows: so
+    that oneDNN sees shapes it has seen before).
     """
 
     def __init__(self, attention_mask: torch.Tensor, rows: int | None = None):
-        self.batch, self.length = attention_mask.shape
-        self.index = attention_mask.reshape(-1).nonzero().squeeze(1)  # (N,) flat positions of real tokens
+        self._locate(attention_mask.shape, attention_mask.reshape(-1).nonzero().squeeze(1), rows)
+        self.cu_seqlens, self.max_seqlen = None, 0
+
+    @classmethod
+    def of(cls, real: RealTokens, shape: torch.Size, rows: int | None = None) -> Unpadded:
+        """The unpadding `real` describes, for a batch of `shape` (B, T)."""
+        unpad = cls.__new__(cls)
+        unpad._locate(shape, real.index, rows)
+        # Packed attention needs the same tokens as queries and keys: a padded position 0 is a query only.
+        unpad.cu_seqlens, unpad.max_seqlen = (None, 0) if real.pad0 else (real.cu_seqlens, real.max_seqlen)
+        return unpad
+
+    def _locate(self, shape: torch.Size, index: torch.Tensor, rows: int | None) -> None:
+        self.batch, self.length = shape
+        self.index = index  # (N,) flat positions of real tokens
         self.gather = self.index
         if rows is not None and rows > len(self.index) > 0:
             self.gather = F.pad(self.index, (0, rows - len(self.index)), value=int(self.index[0]))  # (rows,)
@@ -135,6 +206,30 @@ def attend(
     return torch.matmul(dropout(probs, dropout_p), v)
 
 
+def packs(qkv: torch.Tensor, unpad: Unpadded | None, num_heads: int, dropout_p: float) -> bool:
+    """Whether attention can run on the unpadded tokens as they are (`attend_packed`): a GPU with FlashAttention
+    (compute capability 8.0 on), bf16 or fp16, no attention dropout (the kernel has none), head size a multiple of
+    8 up to 256, and every computed token a key as well as a query."""
+    if varlen_attn is None or unpad is None or unpad.cu_seqlens is None or dropout_p > 0 or not qkv.is_cuda:
+        return False
+    head = qkv.shape[-1] // 3 // num_heads
+    return qkv.dtype in (torch.bfloat16, torch.float16) and head % 8 == 0 and head <= 256 and _flash(qkv.device)
+
+
+@cache
+def _flash(device: torch.device) -> bool:
+    return torch.cuda.get_device_capability(device) >= (8, 0)
+
+
+def attend_packed(qkv: torch.Tensor, unpad: Unpadded, num_heads: int) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(D)) V within each row, on the (N, 3H) projections of the real tokens only: no padded
+    query, key or score is computed, and nothing is scattered to the (B, T) grid and back."""
+    n, h3 = qkv.shape
+    q, k, v = qkv.view(n, 3, num_heads, h3 // 3 // num_heads).unbind(1)  # (N, heads, D) each
+    cu, longest = unpad.cu_seqlens, unpad.max_seqlen
+    return varlen_attn(q, k, v, cu, cu, longest, longest).reshape(n, h3 // 3)  # (N, H)
+
+
 class Attention(nn.Module):
     """Multi-head self-attention with a fused QKV projection, residual and post-LayerNorm.
 
@@ -160,19 +255,24 @@ class Attention(nn.Module):
         fused: FusedDense | None = None,
     ) -> torch.Tensor:
         qkv = fused(self.qkv, x) if fused else self.qkv(x)  # (B, T, 3H), or (N, 3H) when unpadded
+        p = self.attention_dropout if self.training else 0.0
+        if packs(qkv, unpad, self.num_heads, p):
+            y = attend_packed(qkv, unpad, self.num_heads)  # (N, H)
+        else:
+            y = self._attend(qkv, mask, unpad, p)
+        if fused:
+            return self.norm(fused(self.out, y, residual=x))
+        return self.norm(x + self.dropout(self.out(y)))
+
+    def _attend(self, qkv: torch.Tensor, mask: torch.Tensor | None, unpad: Unpadded | None, p: float) -> torch.Tensor:
         if unpad is not None:
             qkv = unpad.pad(qkv)  # attention itself needs the (B, T) grid
         B, T, H3 = qkv.shape
         H = H3 // 3
         q, k, v = qkv.view(B, T, 3, self.num_heads, H // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
-        p = self.attention_dropout if self.training else 0.0
         y = attend(q, k, v, mask, p)  # (B, N, T, D)
         y = y.transpose(1, 2).reshape(B, T, H)
-        if unpad is not None:
-            y = unpad.unpad(y)  # (N, H)
-        if fused:
-            return self.norm(fused(self.out, y, residual=x))
-        return self.norm(x + self.dropout(self.out(y)))
+        return unpad.unpad(y) if unpad is not None else y  # (N, H) or (B, T, H)
 
 
 class FeedForward(nn.Module):
@@ -284,35 +384,51 @@ class Albert(nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
+        real_tokens: RealTokens | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`real_tokens`: the mask's RealTokens found on the host (`find_real_tokens`), so that a GPU forward
+        unpads without reading the mask back; a CPU forward finds them itself."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         for name, t in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids)):
             if t is not None and t.shape != input_ids.shape:
                 raise ValueError(f"{name} of shape {tuple(t.shape)} must match input_ids' {tuple(input_ids.shape)}")
+        if real_tokens is not None and attention_mask is None:
+            raise ValueError("real_tokens describe an attention_mask: pass the mask they were found in")
         # Inference on CPU runs each dense layer as one fused oneDNN or MKL call (fused.py); training runs eager torch.
         fused = FusedDense.for_forward(self.embeddings.word_embeddings.weight, self.training)
-        padding = None  # (B, T, 1) True at padded positions that were computed (a padded position 0)
-        if attention_mask is None or bool(attention_mask.all()):
+        if real_tokens is None and attention_mask is not None and on_host(attention_mask):
+            real_tokens = find_real_tokens(attention_mask)
+            if real_tokens is None:  # no padding
+                attention_mask = None
+        if attention_mask is None:
             x = self.embeddings(input_ids, token_type_ids, fused=fused)  # (B, T, H)
             x = self.encoder(x, None, fused=fused)  # (B, T, H)
-        else:
-            # Padding: run the dense layers on real tokens only (often half the work on real sentences).
-            real = attention_mask.bool()
-            # The pooler reads position 0 even where it is padding (left padding): compute it there too, as a
-            # query only that no real token attends to, so the pooled output is the one a padded model gives
-            # (rows without any real token stay zeros).
-            pad0 = ~real[:, 0] & real.any(1)  # (B,)
-            computed = real | F.pad(pad0[:, None], (0, real.shape[1] - 1))
-            unpad = Unpadded(computed, rows=fused.rows(int(computed.sum())) if fused else None)
-            x = self.embeddings(input_ids, token_type_ids, unpad, fused)  # (N, H)
-            x = unpad.pad(self.encoder(x, real[:, None, None, :], unpad, fused))  # (B, T, H)
-            if bool(pad0.any()):
-                padding = ~real[..., None]
+            return x, torch.tanh(self.pooler(x[:, 0]))  # (B, T, H), (B, H)
+        if real_tokens is None:  # a GPU or torch.compile, without the host's RealTokens
+            return self._padded_grid(input_ids, token_type_ids, attention_mask.bool())
+        # Padding: run the dense layers on real tokens only (often half the work on real sentences).
+        real = attention_mask.bool()
+        rows = fused.rows(len(real_tokens.index)) if fused else None
+        unpad = Unpadded.of(real_tokens, real.shape, rows)
+        x = self.embeddings(input_ids, token_type_ids, unpad, fused)  # (N, H)
+        x = unpad.pad(self.encoder(x, real[:, None, None, :], unpad, fused))  # (B, T, H)
         pooled = torch.tanh(self.pooler(x[:, 0]))  # (B, H)
-        if padding is not None:
-            x = x.masked_fill(padding, 0.0)  # zeros at every padded position, position 0 included
+        if real_tokens.pad0:
+            x = x.masked_fill(~real[..., None], 0.0)  # zeros at every padded position, position 0 included
         return x, pooled
+
+    def _padded_grid(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, real: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every position computed, padded keys masked: what the unpadded path gives without knowing on the host
+        where the real tokens are (no read of the mask, no data-dependent shape), at the cost of the padding's work."""
+        any_real = real.any(1)  # (B,)
+        attends = real | ~any_real[:, None]  # a row without real tokens attends to all (no NaN); zeroed below
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
+        x = self.encoder(x, attends[:, None, None, :])  # (B, T, H)
+        pooled = torch.tanh(self.pooler(x[:, 0].masked_fill(~any_real[:, None], 0.0)))  # (B, H)
+        return x.masked_fill(~real[..., None], 0.0), pooled
 
 
 @torch.no_grad()

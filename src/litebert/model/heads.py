@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.model.albert import Albert, init_weights
+from litebert.model.albert import Albert, RealTokens, host_range, init_weights, on_host
 from litebert.model.allocator import MMAP_THRESHOLD_MAX
 from litebert.model.config import ModelConfig
 from litebert.model.kernels import activation
@@ -72,11 +72,13 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def sop_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over examples that have a pair label; zero when none has (objective "none")."""
-    valid = labels != IGNORE
-    if not bool(valid.any()):
-        return logits.sum() * 0.0  # keeps the graph (and DDP's gradient buckets) intact
-    return F.cross_entropy(logits.float(), labels.long(), ignore_index=IGNORE)
+    """Mean cross-entropy over examples that have a pair label; zero when none has (objective "none").
+
+    The sum over the count, which is torch's mean bit for bit (forward and backward), written without asking
+    whether any label is there: that question is a host synchronisation on a GPU and a graph break under
+    torch.compile. With no label the sum is 0 and the head stays in the graph (DDP's gradient buckets) at 0."""
+    total = F.cross_entropy(logits.float(), labels.long(), ignore_index=IGNORE, reduction="sum")
+    return total / (labels != IGNORE).sum().clamp(min=1)
 
 
 def check_targets(
@@ -95,8 +97,8 @@ def check_targets(
         if masked_positions.dim() != 2 or masked_positions.shape[0] != B:
             raise ValueError(f"masked_positions of shape {tuple(masked_positions.shape)} must be (batch, slots) for "
                              f"input_ids of shape {tuple(input_ids.shape)}")  # fmt: skip
-        if masked_positions.device.type == "cpu" and not torch.compiler.is_compiling() and masked_positions.numel():
-            low, high = int(masked_positions.min()), int(masked_positions.max())
+        if on_host(masked_positions) and masked_positions.numel():
+            low, high = host_range(masked_positions)
             if low < 0 or high >= T:
                 raise ValueError(
                     f"masked_positions hold {low if low < 0 else high}, outside [0, {T}) (input_ids' length)"
@@ -107,12 +109,13 @@ def check_targets(
     # some codebases) would silently train the slot towards id 0.
     targets = (("masked_labels", masked_labels, vocab_size), ("sentence_order_label", sentence_order_label, 2))
     for name, labels, size in targets:
-        if labels is None or labels.device.type != "cpu" or torch.compiler.is_compiling():
+        if labels is None or not on_host(labels):
             continue
-        bad = (labels != IGNORE) & ((labels < 0) | (labels >= size))
-        if bool(bad.any()):
+        values = labels.detach().numpy()  # on the host: read from memory
+        bad = (values != IGNORE) & ((values < 0) | (values >= size))
+        if bad.any():
             raise ValueError(
-                f"{name} hold {int(labels[bad][0])}, outside [0, {size}) ({IGNORE} marks a slot to ignore)"
+                f"{name} hold {int(values[bad][0])}, outside [0, {size}) ({IGNORE} marks a slot to ignore)"
             )
 
 
@@ -136,9 +139,11 @@ class AlbertForPretraining(nn.Module):
         masked_positions: torch.Tensor | None = None,
         masked_labels: torch.Tensor | None = None,
         sentence_order_label: torch.Tensor | None = None,
+        real_tokens: RealTokens | None = None,
     ) -> PretrainingOutput:
+        """`real_tokens`: see Albert.forward (a training loop finds them on the host, ahead of the step)."""
         check_targets(input_ids, masked_positions, masked_labels, sentence_order_label, self.config.vocab_size)
-        hidden, pooled = self.albert(input_ids, attention_mask, token_type_ids)
+        hidden, pooled = self.albert(input_ids, attention_mask, token_type_ids, real_tokens)
         h = hidden
         if masked_positions is not None:
             # Only the P masked slots reach the V-wide decoder: the largest saving of the MLM head.

@@ -47,7 +47,7 @@ def random_words(count: int) -> torch.Tensor:
     """
     if count < SFC64_MIN_WORDS:
         return torch.empty(count, dtype=torch.int64).random_(-(2**63), None)
-    seed = int(torch.randint(2**63 - 1, ()))
+    seed = int(torch.randint(2**63 - 1, (1,)).numpy()[0])  # a CPU tensor: read from memory, nothing to wait for
     return torch.from_numpy(np.random.SFC64(seed).random_raw(count).view(np.int64))
 
 

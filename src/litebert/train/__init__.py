@@ -1,10 +1,16 @@
-"""Pretraining: the loop, its optimizer and schedule, checkpoints and run directories, distribution, and the job.
+"""Training: the loop pretraining and fine-tuning share, its optimizer and schedule, checkpoints and run
+directories, distribution, and the pretraining job.
 
 config.py      TrainConfig: optimiser, schedule, precision, checkpoints, logging
 optim.py       LAMB with ALBERT's semantics, AdamW, the polynomial schedule
-loop.py        `pretrain`: optimizer steps, held-out evaluation, checkpoints, exact resume
+step.py        one optimizer step of any objective, with no host synchronisation; the NaN guard on the device
+engine.py      the shared loop: host points (log, evaluate, save), hooks, NonFiniteLossError
+prefetch.py    batches built ahead on a thread (bounded queue, pinned memory); the position of those consumed
+interrupt.py   SIGTERM / Ctrl-C: a checkpoint at the step in hand, then exit; every rank agrees
+loop.py        `pretrain`: the MLM + SOP objective, held-out evaluation, checkpoints, exact resume
 run.py         the run directory: refusing to clobber or mix runs, resume state, the final model
 checkpoint.py  atomic, verified checkpoints
+state.py       what a checkpoint holds besides the model: optimizer, RNG and data position of every rank
 inputs.py      what a run reads must fit together (data, model, tokenizer)
 dist.py        torchrun, DDP / FSDP, collectives, rank-0-only IO, decisions every rank shares, threads
 evaluate.py    held-out MLM and SOP/NSP accuracy against the baselines to beat
@@ -16,9 +22,11 @@ restart.py     start or continue from one command (--resume auto): the job's rec
 """
 
 from litebert.train.config import TrainConfig
+from litebert.train.engine import NonFiniteLossError
 from litebert.train.evaluate import evaluate
+from litebert.train.interrupt import TrainingInterrupted
 from litebert.train.job import PretrainJob, run_job
-from litebert.train.loop import NonFiniteLossError, TrainSummary, pretrain
+from litebert.train.loop import TrainSummary, pretrain
 from litebert.train.optim import Lamb, build_optimizer, lr_schedule
 
 __all__ = [
@@ -27,6 +35,7 @@ __all__ = [
     "PretrainJob",
     "TrainConfig",
     "TrainSummary",
+    "TrainingInterrupted",
     "build_optimizer",
     "evaluate",
     "lr_schedule",

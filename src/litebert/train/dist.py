@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -166,8 +167,12 @@ def teardown(env: DistEnv) -> None:
         dist.destroy_process_group()
 
 
-def wrap_model(model: nn.Module, env: DistEnv, strategy: str = "ddp", *, shard_blocks: list | None = None):
+def wrap_model(
+    model: nn.Module, env: DistEnv, strategy: str = "ddp", *, shard_blocks: list | None = None, partial: bool = False
+):
     """DDP (default) or FSDP2 (`fully_shard`) around a model already on `env.device`; identity at world 1.
+    `partial`: some parameters may get no gradient in a step (a fine-tuning head that reads no pooled state): DDP
+    then looks for them (find_unused_parameters).
 
     FSDP shards each module in `shard_blocks` separately (for unshared, BERT-like stacks) and the rest as
     one unit. A block used by several layers (ALBERT sharing) is best left in the root unit: it is gathered
@@ -177,7 +182,7 @@ def wrap_model(model: nn.Module, env: DistEnv, strategy: str = "ddp", *, shard_b
         return model
     if strategy == "ddp":
         ids = [env.local_rank] if env.device.type == "cuda" else None
-        return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+        return nn.parallel.DistributedDataParallel(model, device_ids=ids, find_unused_parameters=partial)
     if strategy == "fsdp":
         from torch.distributed.fsdp import fully_shard
 
@@ -221,11 +226,40 @@ def all_reduce_mean(values: torch.Tensor, env: DistEnv) -> torch.Tensor:
     return values
 
 
+def all_reduce_min_(values: torch.Tensor, env: DistEnv) -> torch.Tensor:
+    """In place, on the tensor's device: the host does not wait for it (a flag every rank must agree on)."""
+    if env.distributed:
+        dist.all_reduce(values, op=dist.ReduceOp.MIN)
+    return values
+
+
 def all_reduce_sum(values: torch.Tensor, env: DistEnv) -> torch.Tensor:
     if env.distributed:
         values = values.clone()
         dist.all_reduce(values, op=dist.ReduceOp.SUM)
     return values
+
+
+class HostSums:
+    """Sums over ranks of host values every rank needs at a step boundary (how many examples of the global batch had
+    a pair label; whether a rank was signalled), on a CPU (gloo) group: the all-reduce never waits for a GPU."""
+
+    def __init__(self, env: DistEnv) -> None:
+        self.env, self.group = env, None
+        if env.distributed and dist.get_backend() != "gloo":
+            self.group = dist.new_group(backend="gloo")  # every rank creates it, in the same order
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        if not self.env.distributed:
+            return values
+        summed = torch.from_numpy(np.asarray(values, dtype=np.float64).copy())
+        dist.all_reduce(summed, group=self.group)
+        return summed.numpy()
+
+    def close(self) -> None:
+        if self.group is not None:
+            dist.destroy_process_group(self.group)
+            self.group = None
 
 
 def gather_objects(obj: Any, env: DistEnv) -> list[Any]:

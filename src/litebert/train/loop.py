@@ -1,41 +1,40 @@
-"""The pretraining loop: `pretrain(model_config, train_config, data_dir, out_dir) -> TrainSummary`.
+"""Pretraining: `pretrain(model_config, train_config, data_dir, out_dir) -> TrainSummary`.
 
-One optimizer step = `grad_accum` micro-batches (DDP communicates on the last only), global gradient-norm
-clipping, LAMB or AdamW at the scheduled learning rate. Everything the next step depends on (weights,
-optimizer moments, step, RNG states of every rank, data position of every rank) goes into the checkpoint,
-so a resumed run reproduces an uninterrupted one bit for bit on the same hardware.
+The masked-LM + SOP objective, the held-out evaluation and the run directory's checkpoints, plugged into the
+shared loop (engine.py: precision, DDP / FSDP, accumulation, clipping, schedule, metrics, signals). Everything the
+next step depends on (weights, optimizer moments, step, RNG states of every rank, data position of every rank)
+goes into the checkpoint, so a resumed run reproduces an uninterrupted one bit for bit on the same hardware.
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
 from litebert.data.collate import PretrainingBatches
 from litebert.data.shards import read_manifest
+from litebert.model.albert import find_real_tokens
 from litebert.model.config import ModelConfig
+from litebert.model.heads import IGNORE
 from litebert.train import dist
 from litebert.train.config import TrainConfig
+from litebert.train.engine import Hooks, NonFiniteLossError, fit
 from litebert.train.evaluate import evaluate
 from litebert.train.metrics import MetricsLogger, read_metrics, train_flops_per_sequence
-from litebert.train.optim import build_optimizer, lr_schedule, set_lr
-from litebert.train.precision import autocast, resolve_precision
+from litebert.train.precision import resolve_precision
+from litebert.train.prefetch import Prefetcher
 from litebert.train.run import RunFiles, open_run, save_training_state
-
-
-class NonFiniteLossError(ValueError):
-    """The loss became NaN or inf: the run stops before the bad update touches the weights."""
+from litebert.train.step import Objective, Trainer, build_trainer
 
 
 @dataclass
@@ -53,19 +52,6 @@ class TrainSummary:
     @property
     def final_loss(self) -> float:
         return self.losses[-1] if self.losses else float("nan")
-
-
-@dataclass
-class _Trainer:
-    model: nn.Module  # wrapped (DDP / FSDP) or plain
-    optimizer: torch.optim.Optimizer
-    scaler: torch.amp.GradScaler | None
-    env: dist.DistEnv
-    cfg: TrainConfig
-    mcfg: ModelConfig
-
-    def autocast(self) -> contextlib.AbstractContextManager:
-        return autocast(self.cfg.precision, self.env.device)
 
 
 def pretrain(
@@ -157,116 +143,129 @@ def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistE
     return train, lambda: source("eval")
 
 
-def _build(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv) -> _Trainer:
-    model = run.initial_model(mcfg, seed=cfg.seed)  # same weights on every rank (FSDP does not broadcast)
-    model.albert.encoder.gradient_checkpointing = cfg.grad_checkpointing
-    model.to(env.device)
-    if cfg.compile:
-        model.compile()  # in place: parameter names (checkpoints) are unchanged
-    blocks = None
-    if mcfg.sharing == "none":  # each block used once: shard it on its own
-        blocks = [*model.albert.encoder.attentions, *model.albert.encoder.ffns]
-    wrapped = dist.wrap_model(model, env, cfg.parallel, shard_blocks=blocks)
-    optimizer = build_optimizer(
-        wrapped, name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay,
-        betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
-    )  # fmt: skip
-    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
-    return _Trainer(wrapped, optimizer, scaler, env, cfg, mcfg)
-
-
 def _train(
     run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv, batches: Any, eval_batches: Any
 ) -> TrainSummary:
     _check_eval_shares(eval_batches, cfg, env)
-    tr = _build(run, mcfg, cfg, env)
-    step = 0
+    model = run.initial_model(mcfg, seed=cfg.seed)  # same weights on every rank (FSDP does not broadcast)
+    model.albert.encoder.gradient_checkpointing = cfg.grad_checkpointing
+    blocks = None
+    if mcfg.sharing == "none":  # each block used once: shard it on its own
+        blocks = [*model.albert.encoder.attentions, *model.albert.encoder.ffns]
+    tr = build_trainer(model, cfg, env, pretraining_objective(mcfg), shard_blocks=blocks)
+    source = Prefetcher(batches, env.device, prepare_batch)
+    step, carried = 0, []
     torch.manual_seed(cfg.seed + 7919 * env.rank)  # dropout stream: distinct per rank
-    pending: list[dict[str, float]] = []
     if run.resume_from is not None:
-        step, pending = run.restore(tr.model, tr.optimizer, tr.scaler, batches, env)
+        step, carried = run.restore(tr.model, tr.optimizer, tr.scaler, source, env)
     summary = TrainSummary(run_dir=run.run_dir, steps=step, start_step=step)
     logger = MetricsLogger(run.run_dir, enabled=env.is_main, tensorboard=cfg.tensorboard)
     logger.truncate_after(step)
     if step >= cfg.max_steps:  # killed after its last checkpoint, before its model: only the model is left to write
         # every rank evaluates (a collective under FSDP); the record is logged unless the run logged it already
         done = any(r.get("split") == "eval" and r.get("step") == step for r in read_metrics(run.run_dir))
-        summary.eval = _eval(tr, eval_batches, step, MetricsLogger(run.run_dir, enabled=False) if done else logger)
-    progress = _progress(cfg, env, step)
-    it, t0, window = iter(batches), time.perf_counter(), _Window(pending)
+        quiet = MetricsLogger(run.run_dir, enabled=False)
+        summary.eval = _eval(tr, mcfg, eval_batches, step, quiet if done else logger)
+    progress, t0 = _progress(cfg, env, step), time.perf_counter()
     try:
-        while step < cfg.max_steps:
-            stats = _optimizer_step(tr, it, step)
-            step += 1
-            summary.losses.append(stats["loss"])
-            window.add(stats)
-            bad = _non_finite(stats, tr.scaler is not None)
-            if bad:
-                last = run.last_checkpoint()
-                hint = f"last good checkpoint {last}: --resume, maybe a lower --lr" if last else "start again, lower lr"
-                raise NonFiniteLossError(f"{bad} at step {step}; weights were not updated; {hint}")
-            if step % cfg.log_every == 0 or step == cfg.max_steps:
-                logger.log(window.record(step, mcfg))
-            if progress is not None:
-                progress.update(1)
-                progress.set_postfix(loss=f"{stats['loss']:.3f}", lr=f"{stats['lr']:.2e}", tok_s=window.tok_s)
-            paused = time.perf_counter()  # evaluation and saving are not training: left out of the throughput
-            if step % cfg.eval_every == 0 or step == cfg.max_steps:
-                summary.eval = _eval(tr, eval_batches, step, logger)
-            if step % cfg.save_every == 0 or step == cfg.max_steps:
-                metric = summary.eval.get("eval_loss") if summary.eval.get("step") == step else None
-                summary.checkpoint = save_training_state(run, tr.model, tr.optimizer, tr.scaler, batches, step,
-                                                         metric, env, window.rows)  # fmt: skip
-            window.start += time.perf_counter() - paused
+        fitted = fit(tr, source, _hooks(run, tr, mcfg, source, eval_batches, logger, summary), logger, step=step,
+                     carried=carried, progress=progress, what="pretraining")  # fmt: skip
     finally:
         if progress is not None:
             progress.close()
         logger.close()
-    summary.steps = step
-    summary.model_dir = run.write_final(tr.model, summary.eval or {"step": step}, env)
+    summary.steps, summary.losses = fitted.step, fitted.losses
+    summary.checkpoint = fitted.checkpoint or summary.checkpoint
+    summary.model_dir = run.write_final(tr.model, summary.eval or {"step": fitted.step}, env)
     summary.elapsed_s = time.perf_counter() - t0
     summary.model = dist.unwrap(tr.model).eval()  # trained: ready for inference, as litebert.load returns it
     return summary
 
 
-def _optimizer_step(tr: _Trainer, it: Iterator, step: int) -> dict[str, float]:
-    cfg, env = tr.cfg, tr.env
-    lr = lr_schedule(
-        step, peak_lr=cfg.lr, warmup_steps=cfg.resolved_warmup_steps, total_steps=cfg.max_steps,
-        power=cfg.lr_decay_power, end_lr=cfg.end_lr,
+def _hooks(
+    run: RunFiles, tr: Trainer, mcfg: ModelConfig, source: Prefetcher, eval_batches: Any, logger: MetricsLogger,
+    summary: TrainSummary,
+) -> Hooks:  # fmt: skip
+    cfg = tr.cfg
+
+    def evaluate_at(step: int, rows: list) -> None:
+        summary.eval = _eval(tr, mcfg, eval_batches, step, logger)
+
+    def save(step: int, rows: list) -> Path | None:
+        metric = summary.eval.get("eval_loss") if summary.eval.get("step") == step else None
+        return save_training_state(run, tr.model, tr.optimizer, tr.scaler, source, step, metric, tr.env, rows)
+
+    return Hooks(
+        save=save, save_due=lambda step: step % cfg.save_every == 0 or step == cfg.max_steps,
+        evaluate=evaluate_at, eval_due=lambda step: step % cfg.eval_every == 0 or step == cfg.max_steps,
+        last_checkpoint=run.last_checkpoint,
     )  # fmt: skip
-    set_lr(tr.optimizer, lr)
-    tr.model.train()
-    # [loss, mlm correct, mlm total, sop correct, sop total, sequences, tokens, masked tokens]
-    totals = torch.zeros(8, dtype=torch.float64)
-    for micro in range(cfg.grad_accum):
-        try:
-            batch = {k: v.to(env.device, non_blocking=True) for k, v in next(it).items()}
-        except StopIteration:
-            raise ValueError("the training batch source ran out (it must loop over epochs)") from None
-        with dist.no_sync(tr.model, micro < cfg.grad_accum - 1), tr.autocast():
-            out = tr.model(**batch)
-            loss = out.loss / cfg.grad_accum
-        (tr.scaler.scale(loss) if tr.scaler else loss).backward()
-        totals += _batch_stats(out, batch, loss)
-    if tr.scaler is not None:
-        tr.scaler.unscale_(tr.optimizer)
-    max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
-    grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), max_norm)
-    if hasattr(grad_norm, "full_tensor"):  # FSDP: a sharded norm
-        grad_norm = grad_norm.full_tensor()
-    totals = dist.all_reduce_sum(totals, env)
-    if not totals[4]:  # no pair label in the whole step (objective "none"), on any rank
-        _drop_pair_head_grads(dist.unwrap(tr.model))
-    loss_value, norm = float(totals[0]) / env.world_size, float(grad_norm)
-    if math.isfinite(loss_value):
-        if tr.scaler is not None:  # fp16: the scaler skips a step whose gradients overflowed, and lowers its scale
-            tr.scaler.step(tr.optimizer)
-            tr.scaler.update()
-        elif math.isfinite(norm):  # a NaN gradient would make every weight NaN (see _non_finite)
-            tr.optimizer.step()
-    tr.optimizer.zero_grad(set_to_none=True)
-    return _step_record(totals, loss_value, lr, norm)
+
+
+# Host statistics of a pretraining batch, summed over micro-batches and ranks (prepare_batch).
+SEQUENCES, TOKENS, MASKED, PAIRS = range(4)
+
+
+def prepare_batch(batch: dict[str, torch.Tensor]) -> tuple[dict[str, Any], np.ndarray]:
+    """Host-side work on a CPU batch, done ahead on the batch thread: where its real tokens are (the model unpads
+    with them without reading the mask back; a mask of real tokens only is dropped), and its counts: sequences,
+    real tokens, masked slots and pair labels."""
+    batch, mask = dict(batch), batch.get("attention_mask")
+    ids, labels = batch["input_ids"], batch["masked_labels"].numpy()
+    tokens = int(mask.numpy().sum()) if mask is not None else ids.numel()
+    real = find_real_tokens(mask) if mask is not None else None
+    if mask is not None and real is None:
+        del batch["attention_mask"]
+    elif real is not None:
+        batch["real_tokens"] = real
+    pairs = batch.get("sentence_order_label")
+    pairs = int((pairs.numpy() != IGNORE).sum()) if pairs is not None else 0
+    return batch, np.array([ids.shape[0], tokens, (labels != IGNORE).sum(), pairs], dtype=np.float64)
+
+
+def pretraining_objective(mcfg: ModelConfig) -> Objective:
+    """MLM + SOP (or NSP): the loss, correct predictions on the device, and ALBERT's optimizer rule for a step
+    without pair labels."""
+
+    def flops(rows: list[dict[str, float]]) -> float:
+        sequences = sum(r["sequences"] for r in rows)
+        seq_len = sum(r["tokens"] for r in rows) / max(sequences, 1)
+        preds = sum(r["masked"] for r in rows) / max(sequences, 1)
+        return train_flops_per_sequence(mcfg, round(seq_len), round(preds)) * sequences
+
+    def before_update(model: nn.Module, host: np.ndarray) -> None:
+        if not host[PAIRS]:  # no pair label in the whole step (objective "none"), on any rank
+            _drop_pair_head_grads(model)
+
+    return Objective(loss=_loss, prepare=prepare_batch, row=_row, averaged=("loss", "mlm_acc", "sop_acc", "grad_norm"),
+                     flops=flops, before_update=before_update)  # fmt: skip
+
+
+def _loss(model: nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    out = model(**batch)
+    with torch.no_grad():  # counted on the device: read with the rest of the log interval
+        labels = batch["masked_labels"]
+        mlm = ((out.mlm_logits.argmax(-1) == labels) & (labels != IGNORE)).sum()
+        sop = batch.get("sentence_order_label")
+        pair = (
+            ((out.sop_logits.argmax(-1) == sop) & (sop != IGNORE)).sum() if sop is not None else torch.zeros_like(mlm)
+        )
+    return out.loss, torch.stack([mlm, pair])
+
+
+def _row(loss: float, device: list[float], host: np.ndarray, grad_norm: float, lr: float) -> dict[str, float]:
+    mlm_correct, sop_correct = device
+    sequences, tokens, masked, pairs = (float(x) for x in host)
+    return {
+        "loss": loss,
+        "mlm_acc": mlm_correct / max(masked, 1.0),
+        "sop_acc": sop_correct / pairs if pairs else float("nan"),
+        "lr": lr,
+        "grad_norm": grad_norm,
+        "sequences": sequences,
+        "tokens": tokens,
+        "masked": masked,
+    }
 
 
 def _drop_pair_head_grads(model: nn.Module) -> None:
@@ -282,74 +281,6 @@ def _drop_pair_head_grads(model: nn.Module) -> None:
             p.grad = None
 
 
-def _non_finite(stats: dict[str, float], scaled: bool) -> str:
-    """Why a step's update was withheld, or "": a non-finite loss, or (without fp16's scaler, which skips such
-    steps itself) a non-finite gradient norm under a finite loss, which would have turned every weight NaN."""
-    if not math.isfinite(stats["loss"]):
-        return f"loss is {stats['loss']}"
-    if not scaled and not math.isfinite(stats["grad_norm"]):
-        return f"gradient norm is {stats['grad_norm']} (loss {stats['loss']:.4g})"
-    return ""
-
-
-def _batch_stats(out: Any, batch: dict[str, torch.Tensor], loss: torch.Tensor) -> torch.Tensor:
-    with torch.no_grad():
-        labels = batch["masked_labels"]
-        valid = labels != -100
-        mlm_correct = ((out.mlm_logits.argmax(-1) == labels) & valid).sum()
-        sop = batch.get("sentence_order_label")
-        sop_valid = sop != -100 if sop is not None else torch.zeros(0, dtype=torch.bool)
-        sop_correct = ((out.sop_logits.argmax(-1) == sop) & sop_valid).sum() if sop is not None else 0
-        ids = batch["input_ids"]  # tokens: the real ones (padding is not computed)
-        return torch.tensor(
-            [float(loss.detach()), float(mlm_correct), float(valid.sum()), float(sop_correct),
-             float(sop_valid.sum()), ids.shape[0], float(batch["attention_mask"].sum()), float(valid.sum())],
-            dtype=torch.float64,
-        )  # fmt: skip
-
-
-def _step_record(totals: torch.Tensor, loss: float, lr: float, grad_norm: float) -> dict[str, float]:
-    t = totals.tolist()
-    return {
-        "loss": loss,
-        "mlm_acc": t[1] / max(t[2], 1.0),
-        "sop_acc": t[3] / t[4] if t[4] else float("nan"),
-        "lr": lr,
-        "grad_norm": grad_norm,
-        "sequences": t[5],
-        "tokens": t[6],
-        "masked": t[7],
-    }
-
-
-class _Window:
-    """Averages of the steps since the last log line, and their throughput. A resumed run starts from the
-    checkpoint's unlogged steps, so its records average the same steps as an uninterrupted run's."""
-
-    def __init__(self, rows: list[dict[str, float]] | None = None) -> None:
-        self.start, self.rows, self.tok_s = time.perf_counter(), list(rows or []), 0.0
-        self.carried = len(self.rows)  # steps timed by an earlier process: left out of the throughput
-
-    def add(self, stats: dict[str, float]) -> None:
-        self.rows.append(stats)
-
-    def record(self, step: int, mcfg: ModelConfig) -> dict[str, Any]:
-        elapsed = max(time.perf_counter() - self.start, 1e-9)
-        rows, n = self.rows[self.carried :], len(self.rows)
-        sequences = sum(r["sequences"] for r in rows)
-        tokens = sum(r["tokens"] for r in rows)
-        seq_len = tokens / max(sequences, 1)
-        preds = sum(r["masked"] for r in rows) / max(sequences, 1)
-        flops = train_flops_per_sequence(mcfg, round(seq_len), round(preds)) * sequences
-        self.tok_s = round(tokens / elapsed)
-        record = {"step": step, "split": "train"}
-        for key in ("loss", "mlm_acc", "sop_acc", "grad_norm"):
-            record[key] = sum(r[key] for r in self.rows) / n
-        record.update(lr=self.rows[-1]["lr"], tokens_per_s=tokens / elapsed, flops_per_s=flops / elapsed)
-        self.start, self.rows, self.carried = time.perf_counter(), [], 0
-        return record
-
-
 def _check_eval_shares(eval_batches: Any, cfg: TrainConfig, env: dist.DistEnv) -> None:
     """Under FSDP every rank's forward is a collective, so every rank needs a held-out batch: say so before
     training, not at the first evaluation after it (the same message on every rank)."""
@@ -363,7 +294,7 @@ def _check_eval_shares(eval_batches: Any, cfg: TrainConfig, env: dist.DistEnv) -
         )
 
 
-def _eval(tr: _Trainer, eval_batches: Any, step: int, logger: MetricsLogger) -> dict[str, float]:
+def _eval(tr: Trainer, mcfg: ModelConfig, eval_batches: Any, step: int, logger: MetricsLogger) -> dict[str, float]:
     if eval_batches is None:
         return {}
     with torch.random.fork_rng(devices=[]):  # held-out passes must not shift the training RNG stream
@@ -371,7 +302,7 @@ def _eval(tr: _Trainer, eval_batches: Any, step: int, logger: MetricsLogger) -> 
         model = dist.unwrap(tr.model)
         result = evaluate(
             model, eval_batches(), tr.env, precision=tr.cfg.precision,
-            max_batches=tr.cfg.eval_batches, vocab_size=tr.mcfg.vocab_size,
+            max_batches=tr.cfg.eval_batches, vocab_size=mcfg.vocab_size,
         )  # fmt: skip
     result = {"step": step, "split": "eval", **result}
     logger.log(result)

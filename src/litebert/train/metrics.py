@@ -2,17 +2,58 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import time
 import warnings
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from litebert.model.albert import layer_schedule
 from litebert.model.config import ModelConfig
 
 METRICS_FILE = "metrics.jsonl"
+# Dense (no sparsity) bf16 / fp16 tensor-core peaks from NVIDIA's datasheets, TFLOP/s: the MFU denominator that
+# papers and other trainers use, so figures compare. The first name found in torch.cuda.get_device_name wins
+# ("L40S" before "L4"; GH200 has the H200's peak). Elsewhere, and for fp32, the peak is measured.
+DATASHEET_TFLOPS = (
+    ("H200", 989.0), ("H100 NVL", 835.0), ("H100 PCIe", 756.0), ("H100", 989.0), ("B200", 2250.0),
+    ("A100", 312.0), ("A800", 312.0), ("L40S", 362.0), ("L40", 181.0), ("L4", 121.0), ("A10G", 70.0),
+    ("A10", 125.0), ("RTX 4090", 165.0), ("RTX 3090", 71.0),
+)  # fmt: skip
+
+
+def peak_flops(device: torch.device, precision: str) -> tuple[float, str]:
+    """(FLOP/s, where the figure comes from) of `device` at `precision`: the datasheet's dense bf16 / fp16 peak
+    of a known GPU, else the best of a few large matrix products measured here (once per process)."""
+    if device.type == "cuda" and precision in ("bf16", "fp16"):
+        name = torch.cuda.get_device_name(device)
+        for key, tflops in DATASHEET_TFLOPS:
+            if key in name:
+                return tflops * 1e12, f"datasheet ({name})"
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
+    return measured_peak(device, dtype), "measured"
+
+
+@functools.cache
+def measured_peak(device: torch.device, dtype: torch.dtype) -> float:
+    """FLOP/s of the fastest of a few n x n matrix products (n 4096 on a GPU, 512 on a CPU: quick)."""
+    n = 4096 if device.type == "cuda" else 512
+    a, b = (torch.randn(n, n, generator=torch.Generator().manual_seed(0)).to(device, dtype) for _ in range(2))
+    best = float("inf")
+    for _ in range(4):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / max(best, 1e-9)
 
 
 def train_flops_per_sequence(config: ModelConfig, seq_len: int, num_predictions: int) -> float:

@@ -76,24 +76,37 @@ class Lamb(torch.optim.Optimizer):
                     "pairs): LayerNorm/bias exclusion is decided by parameter name"
                 )
 
+    # torch's GradScaler protocol: `step` reads `found_inf` (a device flag: 1.0 skips the update, moments included)
+    # and `grad_scale` set on the optimizer, so neither an fp16 overflow nor the training loop's NaN guard is ever
+    # read back by the host.
+    _step_supports_amp_scaling = True
+
     @torch.no_grad()
     def step(self, closure=None):  # noqa: ANN001 - torch's Optimizer signature
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        guard = getattr(self, "grad_scale", None), getattr(self, "found_inf", None)
         for group in self.param_groups:
             named = [(n, p) for n, p in zip(group["param_names"], group["params"], strict=True) if p.grad is not None]
             if named:
-                self._update(group, named)
+                self._update(group, named, *guard)
         return loss
 
-    def _update(self, group: dict, named: list[tuple[str, torch.Tensor]]) -> None:
+    def _update(
+        self,
+        group: dict,
+        named: list[tuple[str, torch.Tensor]],
+        grad_scale: torch.Tensor | None = None,
+        found_inf: torch.Tensor | None = None,
+    ) -> None:
         """One LAMB step for the parameters of a group that have gradients.
 
         The moments and u = m / (sqrt(v) + eps) + wd * w take one pass over each tensor in torch's fused Adam
-        kernel (see `_moments_and_update`); the trust ratios two norms; the step one subtraction. On a CPU the
-        step is bound by memory traffic, and this reads and writes about half of what one op per term did."""
+        kernel (see `_moments_and_update`); the trust ratios two norms; the step one multiply-add. On a CPU the
+        step is bound by memory traffic, and this reads and writes about half of what one op per term did.
+        Nothing is read back: the ratios scale the step as tensors (on a GPU a read would wait for the device)."""
         params = [p for _, p in named]
         # Moments in at least fp32, so bf16 weights still get an exact-ish update.
         dtypes = [torch.promote_types(p.dtype, torch.float32) for p in params]
@@ -111,31 +124,50 @@ class Lamb(torch.optim.Optimizer):
                 u_i.zero_()
             else:
                 torch.mul(w_i, group["weight_decay"], out=u_i)
-        self._moments_and_update(group, params, dtypes, update)
-        # The step is lr * ratio * u, ratio = ||w|| / ||u|| per tensor (per row block of a fused tensor) and 1
-        # when a norm is 0; excluded tensors take lr * u.
-        scales = [group["lr"]] * len(params)
-        adapted = [i for i, (excluded, _) in enumerate(rules) if not excluded]
-        if adapted:
-            w_norm = _norms([b for i in adapted for b in w[i].chunk(rules[i][1], dim=0)])
-            u_norm = _norms([b for i in adapted for b in update[i].chunk(rules[i][1], dim=0)])
-            ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
-            block_scales = iter((group["lr"] * ratio).tolist())
-            for i in adapted:
-                chunks = rules[i][1]
-                if chunks == 1:
-                    scales[i] = next(block_scales)
-                else:  # a new tensor, not in-place views: the blocks of a sharded DTensor are copies
-                    update[i] = torch.cat([b * next(block_scales) for b in update[i].chunk(chunks, dim=0)])
-                    scales[i] = 1.0
+        self._moments_and_update(group, params, dtypes, update, grad_scale, found_inf)
+        scales = self._scales(group, rules, w, update)
+        keep = None if found_inf is None else 1.0 - found_inf  # 0.0 withholds the step: w - 0 * u = w
         for p, w_i, u, scale in zip(params, w, update, scales, strict=True):
-            if p.dtype == u.dtype:
-                p.sub_(u, alpha=scale)
-            else:  # w_i is an fp32 copy of a bf16 or fp16 weight: subtract there and round once
-                p.copy_(w_i.sub_(u, alpha=scale))
+            target = p if p.dtype == u.dtype else w_i  # w_i: an fp32 copy of a bf16 or fp16 weight, rounded once
+            if keep is None and isinstance(scale, float):
+                target.sub_(u, alpha=scale)
+            else:  # w - scale * u in one rounding, as sub_(u, alpha) (the CPU kernels are both a fused multiply-add)
+                target.addcmul_(u, -(scale * keep) if keep is not None else -scale)
+            if target is not p:
+                p.copy_(target)
+
+    def _scales(
+        self, group: dict, rules: list[tuple[bool, int]], w: list[torch.Tensor], update: list[torch.Tensor]
+    ) -> list[float | torch.Tensor]:
+        """The step of each tensor is scale * u: lr * ratio, ratio = ||w|| / ||u|| per tensor (per row block of a
+        fused tensor, whose u is scaled block by block here and takes scale 1) and 1 when a norm is 0; excluded
+        tensors take lr. The ratios stay tensors."""
+        lr = group["lr"]
+        scales: list[float | torch.Tensor] = [lr] * len(w)
+        adapted = [i for i, (excluded, _) in enumerate(rules) if not excluded]
+        if not adapted:
+            return scales
+        w_norm = _norms([b for i in adapted for b in w[i].chunk(rules[i][1], dim=0)])
+        u_norm = _norms([b for i in adapted for b in update[i].chunk(rules[i][1], dim=0)])
+        ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
+        block_scales = iter((lr * ratio).unbind())
+        for i in adapted:
+            chunks = rules[i][1]
+            if chunks == 1:
+                scales[i] = next(block_scales)
+            else:  # a new tensor, not in-place views: the blocks of a sharded DTensor are copies
+                update[i] = torch.cat([b * next(block_scales) for b in update[i].chunk(chunks, dim=0)])
+                scales[i] = 1.0
+        return scales
 
     def _moments_and_update(
-        self, group: dict, params: list[torch.Tensor], dtypes: list[torch.dtype], update: list[torch.Tensor]
+        self,
+        group: dict,
+        params: list[torch.Tensor],
+        dtypes: list[torch.dtype],
+        update: list[torch.Tensor],
+        grad_scale: torch.Tensor | None = None,
+        found_inf: torch.Tensor | None = None,
     ) -> None:
         """m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2 and u += m / (sqrt(v) + eps), in place.
 
@@ -169,6 +201,8 @@ class Lamb(torch.optim.Optimizer):
                 eps=group["eps"],
                 amsgrad=False,
                 maximize=False,
+                grad_scale=grad_scale,  # the kernel unscales the gradients (GradScaler without unscale_)
+                found_inf=found_inf,  # 1.0: the kernel writes nothing, so the moments stay as they were
             )
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -284,10 +318,15 @@ def build_optimizer(
     if name == "lamb":
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         return Lamb(named, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    # Adam on a GPU: torch's fused kernel, one launch for all tensors, and it honours the training loop's NaN guard
+    # as a tensor (`found_inf`) instead of a host read. The CPU keeps torch's default arithmetic.
+    groups = param_groups(model, weight_decay)
+    params = [p for g in groups for _, p in g["params"]]
+    fused = (bool(params) and all(p.is_cuda for p in params)) or None
     if name == "adamw_official":
-        return AdamWeightDecay(param_groups(model, weight_decay), lr=lr, betas=betas, eps=eps)
+        return AdamWeightDecay(groups, lr=lr, betas=betas, eps=eps, fused=fused)
     if name == "adamw":
-        return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=betas, eps=eps)
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=fused)
     raise ValueError(f"optimizer must be 'lamb', 'adamw_official' or 'adamw', got {name!r}")
 
 

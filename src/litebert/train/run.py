@@ -34,14 +34,7 @@ from litebert.model.params import check_model_size
 from litebert.model.resize import resize_model_vocab
 from litebert.model.weights import WEIGHTS_FILE, recorded_digest, write_model
 from litebert.train import dist
-from litebert.train.checkpoint import (
-    checkpoint_dir,
-    latest_checkpoint,
-    load_trainer_state,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-)
+from litebert.train.checkpoint import checkpoint_dir, latest_checkpoint
 from litebert.train.config import TrainConfig
 from litebert.train.inputs import (
     RUN_CONFIG,
@@ -54,6 +47,7 @@ from litebert.train.inputs import (
 )
 from litebert.train.metrics import METRICS_FILE
 from litebert.train.precision import check_precision
+from litebert.train.state import restore_state, save_state
 
 _LOCKS: dict[Path, Any] = {}  # run dir -> its lock, in the process that holds it (not in RunFiles: it is broadcast
 # to the other ranks, and an open file does not pickle)
@@ -113,17 +107,7 @@ class RunFiles:
     ) -> tuple[int, list[dict[str, float]]]:
         """Load optimizer, scaler, RNG and data position of `resume_from`; returns the step to continue at and
         the per-step statistics not yet logged (so the next train record averages the same steps)."""
-        state = load_trainer_state(self.resume_from)
-        if state["world_size"] != env.world_size:
-            raise ValueError(
-                f"{self.resume_from}: saved by {state['world_size']} processes, resumed by {env.world_size}; "
-                "exact resume needs the same world size (every rank's data position and RNG are saved)"
-            )
-        dist.load_optimizer_state(model, optimizer, state["optimizer"])
-        if scaler is not None and state.get("scaler"):
-            scaler.load_state_dict(state["scaler"])
-        set_rng_state(state["rng"][env.rank])
-        batches.load_state_dict(state["data"][env.rank])
+        state = restore_state(self.resume_from, model, optimizer, scaler, batches, env)
         return int(state["step"]), list(state.get("log_window", []))
 
     def last_checkpoint(self) -> Path | None:
@@ -181,21 +165,13 @@ def save_training_state(
     """Checkpoint `step` (collectives on every rank, files from rank 0 only). `log_window`: the per-step
     statistics since the last train record, which a resumed run must average in."""
     weights = dist.full_state_dict(model)
-    opt_state = dist.optimizer_state(model, optimizer)
-    rngs = dist.gather_objects(rng_state(), env)
-    data = dist.gather_objects(batches.state_dict(), env)
-    path = None
+    config = dist.unwrap(model).config
+    path = save_state(
+        run.run_dir, step, model=model, optimizer=optimizer, scaler=scaler, batches=batches, env=env,
+        write_model=lambda d: _write_model(d, weights, config, run.tokenizer_dir), metric=metric,
+        keep_last=run.keep_last, extra={"scheduler": {"step": step}, "log_window": log_window or []},
+    )  # fmt: skip
     if env.is_main:
-        trainer_state = {
-            "step": step, "optimizer": opt_state, "scaler": scaler.state_dict() if scaler else {},
-            "rng": rngs, "data": data, "world_size": env.world_size, "scheduler": {"step": step},
-            "log_window": log_window or [],
-        }  # fmt: skip
-        config = dist.unwrap(model).config
-        path = save_checkpoint(
-            run.run_dir, step, trainer_state=trainer_state, metric=metric, keep_last=run.keep_last,
-            write_model=lambda d: _write_model(d, weights, config, run.tokenizer_dir),
-        )  # fmt: skip
         run.record_resume()
     dist.barrier(env)
     return path

@@ -1,0 +1,185 @@
+"""One optimizer step of any objective, without a host synchronisation: micro-batches, clipping, the guarded update.
+
+A step runs `grad_accum` micro-batches (DDP communicates on the last one only), clips the global gradient norm,
+and applies the optimizer at the scheduled learning rate. What it learns about itself (the loss, the objective's
+statistics, the gradient norm) stays on the device until the loop reads a whole log interval at once. The guard
+against a NaN or inf gradient is exact and still never read back: a device flag, "healthy", is cleared by the
+first step whose loss or gradient norm is not finite and then withholds every update (the optimizer skips it as
+torch's GradScaler skips an overflowed step, through `found_inf`); the loop finds the bad step at its next log,
+evaluation or checkpoint and stops before anything is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from litebert.train import dist
+from litebert.train.config import TrainConfig
+from litebert.train.optim import build_optimizer, lr_schedule, set_lr
+from litebert.train.precision import autocast
+
+
+@dataclass(kw_only=True)
+class Objective:
+    """What a run trains, plugged into the loop.
+
+    loss(model, batch) -> (loss, statistics): the micro-batch's loss and a 1-D tensor of statistics kept on the
+        device (e.g. correct predictions), summed over micro-batches and ranks.
+    prepare(batch) -> (batch, statistics): host-side work on the CPU batch, run ahead on the batch thread; its
+        numpy statistics (e.g. real tokens, labelled pairs) are summed over micro-batches and ranks at once, so a
+        decision that depends on the global batch costs no device read.
+    row(loss, device, host, grad_norm, lr) -> dict: one step's record values once read back (plain floats).
+    averaged: the keys of `row` a log record averages over its steps.
+    flops(rows) -> model FLOPs of those steps (None: no MFU).
+    before_update(model, host): called between clipping and the update with the step's global host statistics.
+    """
+
+    loss: Callable[[nn.Module, dict], tuple[torch.Tensor, torch.Tensor]]
+    prepare: Callable[[dict], tuple[dict, np.ndarray]]
+    row: Callable[[float, list[float], np.ndarray, float, float], dict[str, float]]
+    averaged: tuple[str, ...] = ("loss", "grad_norm")
+    flops: Callable[[list[dict[str, float]]], float | None] = lambda rows: None
+    before_update: Callable[[nn.Module, np.ndarray], None] | None = None
+
+
+@dataclass
+class Trainer:
+    model: nn.Module  # wrapped (DDP / FSDP) or plain
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler | None
+    env: dist.DistEnv
+    cfg: TrainConfig
+    objective: Objective
+    healthy: torch.Tensor = field(init=False)  # 1.0 until a step's loss or gradient norm was not finite
+
+    def __post_init__(self) -> None:
+        self.healthy = torch.ones((), device=self.env.device)
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return autocast(self.cfg.precision, self.env.device)
+
+
+@dataclass
+class Pending:
+    """A step's values as the device holds them, until the loop reads a log interval's worth at once."""
+
+    step: int  # the step's number, 1-based (the step count after it)
+    lr: float
+    device: torch.Tensor  # (1 + k,) float64: loss summed over micro-batches, then the objective's statistics
+    grad_norm: torch.Tensor  # 0-dim
+    host: np.ndarray  # the objective's host statistics, summed over micro-batches and ranks
+
+
+def build_trainer(
+    model: nn.Module,
+    cfg: TrainConfig,
+    env: dist.DistEnv,
+    objective: Objective,
+    *,
+    params: Callable[[nn.Module], nn.Module] = lambda wrapped: wrapped,
+    shard_blocks: list | None = None,
+    partial: bool = False,
+) -> Trainer:
+    """Move, compile and wrap `model` (DDP / FSDP under torchrun), and build its optimizer over `params(wrapped)`."""
+    model.to(env.device)
+    if cfg.compile:
+        model.compile()  # in place: parameter names (checkpoints) are unchanged
+    wrapped = dist.wrap_model(model, env, cfg.parallel, shard_blocks=shard_blocks, partial=partial)
+    optimizer = build_optimizer(
+        params(wrapped), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay,
+        betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
+    )  # fmt: skip
+    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
+    return Trainer(wrapped, optimizer, scaler, env, cfg, objective)
+
+
+def optimizer_step(
+    tr: Trainer, batches: Iterator[tuple[dict, np.ndarray]], step: int, vote: Callable
+) -> tuple[Pending, int]:
+    """Optimizer step `step` (0-based); returns its pending values and the signal every rank stops for (or 0)."""
+    cfg = tr.cfg
+    lr = lr_schedule(
+        step, peak_lr=cfg.lr, warmup_steps=cfg.resolved_warmup_steps, total_steps=cfg.max_steps,
+        power=cfg.lr_decay_power, end_lr=cfg.end_lr,
+    )  # fmt: skip
+    set_lr(tr.optimizer, lr)
+    tr.model.train()
+    totals, host = None, 0.0
+    for micro in range(cfg.grad_accum):
+        try:
+            batch, stats = next(batches)
+        except StopIteration:
+            raise ValueError("the training batch source ran out (it must loop over epochs)") from None
+        with dist.no_sync(tr.model, micro < cfg.grad_accum - 1), tr.autocast():
+            loss, values = tr.objective.loss(tr.model, batch)
+            loss = loss / cfg.grad_accum
+        (tr.scaler.scale(loss) if tr.scaler else loss).backward()
+        values = torch.cat([loss.detach().double().reshape(1), values.double()])
+        totals = values if totals is None else totals + values
+        host = host + stats
+    stop, host = vote(np.asarray(host, dtype=np.float64))
+    grad_norm = _clip(tr)
+    _update(tr, totals[0], grad_norm, host)
+    tr.optimizer.zero_grad(set_to_none=True)
+    return Pending(step + 1, lr, totals, grad_norm, host), stop
+
+
+def _clip(tr: Trainer) -> torch.Tensor:
+    if tr.scaler is not None:
+        tr.scaler.unscale_(tr.optimizer)
+    max_norm = tr.cfg.max_grad_norm if tr.cfg.max_grad_norm > 0 else float("inf")
+    grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), max_norm)
+    return grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm  # FSDP: a sharded norm
+
+
+def _update(tr: Trainer, loss: torch.Tensor, grad_norm: torch.Tensor, host: np.ndarray) -> None:
+    """The optimizer's step, withheld on the device once a loss or gradient norm was not finite (a NaN gradient
+    would make every weight NaN). fp16's scaler skips an overflowed step itself and lowers its scale."""
+    finite = torch.isfinite(loss) if tr.scaler is not None else torch.isfinite(loss) & torch.isfinite(grad_norm)
+    tr.healthy.mul_(dist.all_reduce_min_(finite.float(), tr.env))  # every rank the same: a flag on the device
+    if tr.objective.before_update is not None:
+        tr.objective.before_update(dist.unwrap(tr.model), host)
+    if tr.scaler is not None:
+        tr.scaler.step(tr.optimizer)
+        tr.scaler.update()
+    elif getattr(tr.optimizer, "_step_supports_amp_scaling", False):  # LAMB, fused AdamW: a tensor condition
+        tr.optimizer.grad_scale, tr.optimizer.found_inf = None, 1.0 - tr.healthy
+        try:
+            tr.optimizer.step()
+        finally:
+            del tr.optimizer.grad_scale, tr.optimizer.found_inf
+    elif tr.healthy.item():  # an optimizer without one reads the flag back: one host synchronisation a step
+        tr.optimizer.step()
+
+
+def read(pending: list[Pending], tr: Trainer) -> list[dict[str, float]]:
+    """The records of the pending steps: one all-reduce and one read of the device for the whole interval."""
+    if not pending:
+        return []
+    device = dist.all_reduce_sum(torch.stack([p.device for p in pending]), tr.env)  # (n, 1 + k)
+    norms = torch.stack([p.grad_norm.double() for p in pending])
+    values = torch.cat([device.flatten(), norms]).tolist()
+    width = device.shape[1]
+    rows = []
+    for i, p in enumerate(pending):
+        loss, stats = values[i * width] / tr.env.world_size, values[i * width + 1 : (i + 1) * width]
+        rows.append(tr.objective.row(loss, stats, p.host, values[len(pending) * width + i], p.lr))
+    return rows
+
+
+def non_finite(row: dict[str, Any], scaled: bool) -> str:
+    """Why a step's update was withheld, or "": a non-finite loss, or (without fp16's scaler, which skips such
+    steps itself) a non-finite gradient norm under a finite loss, which would have turned every weight NaN."""
+    if not math.isfinite(row["loss"]):
+        return f"loss {row['loss']}"
+    if not scaled and not math.isfinite(row["grad_norm"]):
+        return f"gradient norm {row['grad_norm']} (loss {row['loss']:.4g})"
+    return ""
