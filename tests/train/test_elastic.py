@@ -29,32 +29,33 @@ pytestmark = pytest.mark.slow
 TINY = {"num_layers": 2, "hidden_size": 32, "embedding_size": 16, "intermediate_size": 64, "num_heads": 2,
         "hidden_dropout": 0.0, "attention_dropout": 0.0, "classifier_dropout": 0.0}  # fmt: skip
 SETTINGS = DataConfig(max_seq_length=64, max_predictions_per_seq=10, masking="dynamic", eval_fraction=0.25)
-STEPS, SAVE_EVERY, KILL_AT = 12, 4, 7  # killed reading batch 7: after the step-4 checkpoint, before step 8
+STEPS, SAVE_EVERY, KILL_AT = 12, 4, 7  # killed in step 7: after the step-4 checkpoint, before step 8
 LIMIT_S = 600  # one launch, restarts included
 
 # Runs `litebert pretrain`; on its first start (TORCHELASTIC_RESTART_COUNT 0) the rank named by LB_KILL_RANK kills
-# itself with LB_SIGNAL, or sends it to its launcher (LB_KILL_PARENT), when it reads training batch LB_KILL_AT. On a
+# itself with LB_SIGNAL, or sends it to its launcher (LB_KILL_PARENT), in step LB_KILL_AT (taking its batch). On a
 # restart, the rank named by LB_ELSEWHERE_RANK works in the directory LB_ELSEWHERE, where relative paths name other
 # files (a node whose shared filesystem is gone). Each start leaves a file start_<restart>_<rank> in LB_MARKS.
 WORKER = """
 import os, signal, sys, time
 from pathlib import Path
 from litebert.cli import main
-from litebert.data.collate import PretrainingBatches
+from litebert.train.prefetch import Prefetcher
 
 env, args = os.environ, sys.argv[1:]
 rank, restart = env["RANK"], env.get("TORCHELASTIC_RESTART_COUNT", "0")
 Path(env["LB_MARKS"], f"start_{restart}_{rank}").touch()
 if env.get("LB_KILL_AT") and rank == env.get("LB_KILL_RANK", "1") and restart == "0":
-    iterate, stop = PretrainingBatches.__iter__, int(env["LB_KILL_AT"])
+    take, stop, taken = Prefetcher.__next__, int(env["LB_KILL_AT"]), [0]
     sig = getattr(signal, env.get("LB_SIGNAL", "SIGKILL"))
     def killing(self):
-        for batch in iterate(self):
-            if self.split == "train" and self.batch >= stop:
-                os.kill(os.getppid() if env.get("LB_KILL_PARENT") else os.getpid(), sig)
-                time.sleep(30)  # in the step it was in when the signal came back from the launcher
-            yield batch
-    PretrainingBatches.__iter__ = killing
+        item = take(self)
+        taken[0] += 1
+        if taken[0] == stop:  # the step that takes this batch runs (batches are built ahead on a thread)
+            os.kill(os.getppid() if env.get("LB_KILL_PARENT") else os.getpid(), sig)
+            time.sleep(30)  # in the step it was in when the signal came back from the launcher
+        return item
+    Prefetcher.__next__ = killing
 if env.get("LB_ELSEWHERE") and rank == env.get("LB_ELSEWHERE_RANK") and restart != "0":
     os.chdir(env["LB_ELSEWHERE"])
 sys.exit(main(args))
