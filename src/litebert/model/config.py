@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from litebert.io import read_json, write_json
+from litebert.io import from_dict, read_json, write_json
 
 SHARING = ("all", "attention", "ffn", "none")
 # Any size past this is no model (torch's sizes overflow long before): refused here with its field named. Sizes
@@ -133,16 +133,7 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> ModelConfig:
         """Build from a dict, refusing unknown keys and wrong types with a message naming the field."""
-        if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"{source}: unknown ModelConfig field(s) {unknown}; known: {sorted(known)}")
-        try:
-            return cls(**data)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{source}: {exc}") from exc
+        return from_dict(cls, data, source=source)
 
     def save(self, path: str | Path) -> None:
         write_json(self.to_dict(), path)  # atomically: a reader never finds half a file
