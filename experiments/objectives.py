@@ -59,6 +59,9 @@ def draw(results: dict, fig) -> None:
     x = range(len(models))
     axes[0].bar(x, [100 * m["intrinsic"]["mlm"]["eval_mlm_acc"] for m in models], color="0.6")
     axes[0].plot(x, [PAPER[m][0] for m in labels], "kx", label="paper (ALBERT-base)")
+    majority = models[0]["intrinsic"]["mlm"].get("eval_majority_acc")
+    if majority is not None:  # the same held-out masked tokens for every model
+        axes[0].axhline(100 * majority, color="0.3", lw=0.8, ls=":", label="always the most frequent token")
     axes[0].set(title="held-out MLM accuracy (%)", xticks=list(x), xticklabels=labels)
     axes[0].legend(fontsize=8)
     for ax, task, k in ((axes[1], "nsp", 1), (axes[2], "sop", 2)):

@@ -61,6 +61,10 @@ def draw(results: dict, fig) -> None:
                         marker="o" if small else "s", color="tab:blue" if small else "tab:red")  # fmt: skip
         axes[0].annotate(name, (m["parameters"]["backbone"] / 1e6, 100 * m["intrinsic"]["mlm"]["eval_mlm_acc"]),
                          fontsize=8, xytext=(4, 2), textcoords="offset points")  # fmt: skip
+    majority = next(iter(models.values()))["intrinsic"]["mlm"].get("eval_majority_acc")
+    if majority is not None:
+        axes[0].axhline(100 * majority, color="0.3", lw=0.8, ls=":", label="always the most frequent token")
+        axes[0].legend(fontsize=8)
     axes[0].set(xlabel="backbone parameters (millions)", ylabel="held-out MLM accuracy (%)",
                 title="sharing and E: parameters vs MLM (circles: small E, squares: E = H)")  # fmt: skip
     tuned = [(n, m) for n, m in models.items() if m["rt"] is not None]

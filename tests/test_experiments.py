@@ -24,7 +24,11 @@ def scripts(monkeypatch):
 
 
 def _run(scripts, name: str, out: Path) -> dict:
-    scripts(name).main(["--scale", "smoke", "--out", str(out), "--data-root", str(FIXTURES), "--threads", "1"])
+    return _run_with(scripts, name, out, [])
+
+
+def _run_with(scripts, name: str, out: Path, extra: list[str]) -> dict:
+    scripts(name).main(["--scale", "smoke", "--out", str(out), "--data-root", str(FIXTURES), "--threads", "1", *extra])
     for ext in ("json", "md", "png"):
         assert (out / f"{name}.{ext}").stat().st_size > 0
     return json.loads((out / f"{name}.json").read_text())
@@ -105,3 +109,7 @@ def test_every_script_at_the_smoke_scale(scripts, tmp_path):
     assert [p["step"] for p in points] == [2, 4, 6, 8]  # 1/4, 1/2, 3/4 and all of the 8 pretraining steps
     assert all(_fraction(p["mlm_acc"]) and p["rt"]["lr"] == transfer["curve"]["lr"] for p in points)
     assert _fraction(transfer["baselines"]["rt_bag_of_words"]["test_accuracy"])
+
+    budget = _run_with(scripts, "finetune_budget", tmp_path, ["--steps", "4", "--lr", "1e-3", "--seeds", "0"])
+    assert budget["results"]["steps"] == 4 and len(budget["results"]["random_init"]["runs"]) == 1
+    assert _fraction(budget["results"]["pretrained"]["test_median"])
