@@ -1,6 +1,6 @@
 """The runner the experiment scripts share: every unit of work is done once, in a results directory, under a name
 that holds a digest of its settings, and reused from there; an interrupted script run again continues where it
-stopped (a pretraining run from its newest checkpoint, `litebert pretrain --resume auto`'s rule).
+left off (a pretraining run from its newest checkpoint, `litebert pretrain --resume auto`'s rule).
 
     OUT/tokenizer-KEY/                      the SentencePiece vocabulary, trained once on the scale's corpus
     OUT/data/OBJECTIVE-KEY/                 pretraining data per pair objective (`litebert data build`)
