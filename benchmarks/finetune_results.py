@@ -17,25 +17,21 @@ beside bag-of-words cosine with raw term counts and with tf-idf weights (Pearson
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import logging
-import re
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 import litebert
 from litebert.finetune import FinetuneConfig, finetune
+from litebert.finetune.baselines import bow_cosines, bow_logistic_regression, majority_accuracy, split_labeled_table
 from litebert.finetune.embed import cosine_matrix, embed_texts
 from litebert.finetune.heads import POOLINGS
 from litebert.finetune.saved import evaluate
-from litebert.finetune.tasks.classification import read_labeled_table
 from litebert.finetune.tasks.metrics import pearson, spearman
 from litebert.finetune.tasks.similarity import read_lee
 from litebert.hf import load_tokenizer
@@ -46,18 +42,9 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "labeled"
 
 def split_rotten_tomatoes(out: Path, seed: int) -> dict[str, int]:
     """Write train/dev/test CSVs (text,label) of the fresh/rotten reviews; returns the counts."""
-    rows = read_labeled_table(DATA / "rotten_tomatoes.csv.bz2", ("text",), "category")
-    reviews = [r for r in rows if r.label in ("fresh", "rotten")]
-    order = np.random.default_rng(seed).permutation(len(reviews))
-    n_dev = n_test = len(reviews) // 10
-    parts = {"test": order[:n_test], "dev": order[n_test : n_test + n_dev], "train": order[n_test + n_dev :]}
-    out.mkdir(parents=True, exist_ok=True)
-    for name, idx in parts.items():
-        with open(out / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(["text", "label"])
-            w.writerows([reviews[i].texts[0], reviews[i].label] for i in idx)
-    return {"plot_rows_dropped": len(rows) - len(reviews), **{k: len(v) for k, v in parts.items()}}
+    counts = split_labeled_table(DATA / "rotten_tomatoes.csv.bz2", out, text_column="text", label_column="category",
+                                 labels=("fresh", "rotten"), seed=seed)  # fmt: skip
+    return {"plot_rows_dropped": counts.pop("rows_dropped"), **counts}
 
 
 def rotten_tomatoes(args: argparse.Namespace) -> dict:
@@ -85,8 +72,8 @@ def rotten_tomatoes(args: argparse.Namespace) -> dict:
             "sweep": {f"{k:g}": [r["dev_accuracy"] for r in v] for k, v in by_lr.items()},
         }
         print(name, json.dumps(out[name]), flush=True)
-    out["test_majority_baseline"] = max(counts_by_label(split_dir / "test.csv").values()) / counts["test"]
-    out["bag_of_words_logistic_regression"] = bow_logistic_regression(split_dir)
+    out["test_majority_baseline"] = majority_accuracy(split_dir)
+    out["bag_of_words_logistic_regression"] = bow_logistic_regression(split_dir, "fresh")
     return out
 
 
@@ -112,85 +99,6 @@ def run_rt(args: argparse.Namespace, split_dir: Path, name: str, random_init: bo
            "seconds": round(time.perf_counter() - start, 1), "best_dir": result.best_dir}  # fmt: skip
     print(name, {k: v for k, v in run.items() if k != "best_dir"}, flush=True)
     return run
-
-
-def read_split(split_dir: Path) -> dict[str, tuple[list[list[str]], torch.Tensor]]:
-    """train/dev/test of `split_rotten_tomatoes` as lower-cased words per snippet and 0/1 labels (1 = fresh)."""
-    parts = {}
-    for name in ("train", "dev", "test"):
-        with open(split_dir / f"{name}.csv", newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        parts[name] = ([re.findall(r"[a-z0-9']+", r["text"].lower()) for r in rows],
-                       torch.tensor([float(r["label"] == "fresh") for r in rows]))  # fmt: skip
-    return parts
-
-
-def bag_of_words(parts: dict) -> dict[str, torch.Tensor]:
-    """Binary features of the words seen at least twice in train, per part."""
-    counts = Counter(w for doc in parts["train"][0] for w in set(doc))
-    vocab = {w: i for i, w in enumerate(w for w, n in counts.items() if n >= 2)}
-    out = {}
-    for name, (docs, _) in parts.items():
-        m = torch.zeros(len(docs), len(vocab))
-        for i, doc in enumerate(docs):
-            m[i, [vocab[w] for w in doc if w in vocab]] = 1.0
-        out[name] = m
-    return out
-
-
-def logistic_on_dev(x: dict[str, torch.Tensor], parts: dict, l2s: tuple[float, ...] = (1e-4, 1e-3, 1e-2)) -> dict:
-    """L2 logistic regression on x["train"], the penalty chosen by dev accuracy; test scored with that one."""
-    best: dict = {}
-    for l2 in l2s:
-        w, b = fit_logistic(x["train"], parts["train"][1], l2)
-        with torch.no_grad():
-            acc = {n: float(((x[n] @ w + b > 0).float() == parts[n][1]).float().mean()) for n in ("dev", "test")}
-        if not best or acc["dev"] > best["dev_accuracy"]:
-            best = {"l2": l2, "dev_accuracy": acc["dev"], "test_accuracy": acc["test"]}
-    return best
-
-
-def bow_logistic_regression(split_dir: Path) -> dict:
-    """Binary bag of words (lower-cased words seen twice in train) + L2 logistic regression (L-BFGS), the
-    penalty chosen on dev: what the labelled snippets alone teach a linear model."""
-    parts = read_split(split_dir)
-    x = bag_of_words(parts)
-    return {**logistic_on_dev(x, parts), "vocab": x["train"].shape[1]}
-
-
-def fit_logistic(x: torch.Tensor, y: torch.Tensor, l2: float) -> tuple[torch.Tensor, torch.Tensor]:
-    w, b = torch.zeros(x.shape[1], requires_grad=True), torch.zeros(1, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], max_iter=200)
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = F.binary_cross_entropy_with_logits(x @ w + b, y) + l2 * w.pow(2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    return w.detach(), b.detach()
-
-
-def counts_by_label(path: Path) -> Counter:
-    with open(path, newline="", encoding="utf-8") as f:
-        return Counter(row["label"] for row in csv.DictReader(f))
-
-
-def bow_cosines(docs: list[str], tfidf: bool) -> np.ndarray:
-    vocab: dict[str, int] = {}
-    tokens = [re.findall(r"[a-z0-9]+", d.lower()) for d in docs]
-    for toks in tokens:
-        for t in toks:
-            vocab.setdefault(t, len(vocab))
-    m = np.zeros((len(docs), len(vocab)))
-    for i, toks in enumerate(tokens):
-        for t, c in Counter(toks).items():
-            m[i, vocab[t]] = c
-    if tfidf:
-        df = (m > 0).sum(0)
-        m = m * np.log(len(docs) / df)
-    return cosine_matrix(m)
 
 
 def lee(args: argparse.Namespace) -> dict:

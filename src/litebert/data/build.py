@@ -76,16 +76,20 @@ def _init_worker(tokenizer_dir: str, config: DataConfig, read: ReadConfig, tok=N
     _WORKER.update(tok=tok, vocab=Vocab.from_tokenizer(tok), config=config, read=read)
 
 
-def _process_window(index: int, docs: list[list[str]]) -> WindowResult:
-    """Sentence split + tokenize + examples of one window (runs in a worker, or in-process with 1 worker)."""
-    config: DataConfig = _WORKER["config"]
-    read: ReadConfig = _WORKER["read"]
+def tokenize_window(docs: list[list[str]], tok: Tokenizer, read: ReadConfig) -> Documents:
+    """Sentence split (when ``read.split``) and tokenize one window's documents (paragraphs, as read)."""
     if read.split:
         docs = [[s for p in d for s in split_sentences(p, read.language)] for d in docs]
     sizes = [len(d) for d in docs]
-    flat = _WORKER["tok"].encode_batch([s for d in docs for s in d], special_tokens=False)  # corpus text is text
+    flat = tok.encode_batch([s for d in docs for s in d], special_tokens=False)  # corpus text is text
     bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
-    ids = Documents.from_lists([flat[bounds[i] : bounds[i + 1]] for i in range(len(docs))])
+    return Documents.from_lists([flat[bounds[i] : bounds[i + 1]] for i in range(len(docs))])
+
+
+def _process_window(index: int, docs: list[list[str]]) -> WindowResult:
+    """Sentence split + tokenize + examples of one window (runs in a worker, or in-process with 1 worker)."""
+    config: DataConfig = _WORKER["config"]
+    ids = tokenize_window(docs, _WORKER["tok"], _WORKER["read"])
     train, held, n_eval = window_examples(index, ids, config, _WORKER["vocab"])
     counts = {
         "window": index,
@@ -100,6 +104,14 @@ def _process_window(index: int, docs: list[list[str]]) -> WindowResult:
 
 
 # ---- main side ---------------------------------------------------------------------------------------------
+
+
+def corpus_windows(files: Paths, config: DataConfig, read: ReadConfig, *, exclude: Paths = ()) -> Iterator:
+    """The corpus's documents (paragraphs, not yet split) in the windows `build` cuts them into; a document longer
+    than a window is cut to the window's size, since a window holds dupe_factor passes of its examples."""
+    cap = min(read.max_document_chars, max(config.window_chars, 1024))
+    unsplit = ReadConfig(**{**asdict(read), "split": False, "max_document_chars": cap})
+    return _windows(read_documents(files, config=unsplit, exclude=exclude), config.window_chars)
 
 
 def _windows(docs: Iterator[list[str]], window_chars: int) -> Iterator[list[list[str]]]:
@@ -265,15 +277,11 @@ def _build(
         for s in SPLITS
     }
     # Documents go to the workers unsplit: sentence splitting is pure Python and must run in parallel.
-    # A window holds dupe_factor passes of its examples: documents longer than a window are cut to its size.
-    cap = min(read.max_document_chars, max(config.window_chars, 1024))
     # The files as _identity listed them (each once, a repeat said once); none: the corpus, for its error message.
     files = [f["path"] for f in identity["corpus"]] or corpus
-    docs = read_documents(files, config=ReadConfig(**{**asdict(read), "split": False, "max_document_chars": cap}),
-                          exclude=[out])  # fmt: skip
     init = (str(tokenizer_dir), config, read, tok)
     with naming_full_disk(out / WINDOWS), open(out / WINDOWS, "a") as log:
-        results = _results(_windows(docs, config.window_chars), skip, workers, init)
+        results = _results(corpus_windows(files, config, read, exclude=[out]), skip, workers, init)
         totals = _consume(results, writers, known, done, log, progress)
     if not totals["sentences"]:
         _no_text(out, identity)

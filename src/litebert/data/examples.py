@@ -161,6 +161,19 @@ def _empty_masks(config: DataConfig) -> dict:
     }
 
 
+def held_out(index: int, n_docs: int, config: DataConfig) -> np.ndarray:
+    """Which of the ``n_docs`` documents of window ``index`` are held out (bool mask), by the rule
+    ``window_examples`` states: a pure function of the seed, the window, its document count and the objective,
+    so a build's held-out documents can be found again from its corpus and settings (probes.py)."""
+    draws = window_rng(config.seed, index, _EVAL_SPLIT).random(n_docs)
+    is_eval = draws < config.eval_fraction
+    if index == 0 and n_docs >= 2 and n_docs * config.eval_fraction >= 0.5 and not is_eval.any():
+        is_eval[np.argmin(draws)] = True
+    if config.objective != "none" and is_eval.sum() == 1 and n_docs >= 4:
+        is_eval[np.argsort(draws)[1]] = True
+    return is_eval
+
+
 def window_examples(
     index: int, docs: Documents, config: DataConfig, vocab: Vocab
 ) -> tuple[ExampleBatch, ExampleBatch, int]:
@@ -171,12 +184,7 @@ def window_examples(
     the one with the lowest draw is held out. With pairs, a window of four or more documents never holds out one:
     the random segments of a split (NSP's random next, SOP's one-sentence chunks) come from its other
     documents, and a lone held-out document would pair with itself; the next lowest draw joins it."""
-    draws = window_rng(config.seed, index, _EVAL_SPLIT).random(len(docs))
-    is_eval = draws < config.eval_fraction
-    if index == 0 and len(docs) >= 2 and len(docs) * config.eval_fraction >= 0.5 and not is_eval.any():
-        is_eval[np.argmin(draws)] = True
-    if config.objective != "none" and is_eval.sum() == 1 and len(docs) >= 4:
-        is_eval[np.argsort(draws)[1]] = True
+    is_eval = held_out(index, len(docs), config)
     out = []
     for chosen, passes, pairs_key, masks_key in (
         (~is_eval, config.dupe_factor, _TRAIN_PAIRS, _TRAIN_MASKS),

@@ -180,7 +180,7 @@ def target_length(max_num_tokens: int, short_seq_prob: float, rng: np.random.Gen
     return max_num_tokens
 
 
-def _random_segment(docs: Documents, d: int, target_b: int, rng: np.random.Generator) -> tuple[int, int]:
+def random_segment(docs: Documents, d: int, target_b: int, rng: np.random.Generator) -> tuple[int, int]:
     """B from a random other document: from a random sentence on until target_b tokens (official rule)."""
     n_docs = len(docs)
     other = d
@@ -222,7 +222,7 @@ def document_pairs(
             a0, a1 = int(offs[first + chunk_start]), int(offs[first + chunk_start + a_end])
             single = n_chunk == 1
             if single or (objective == "nsp" and rng.random() < 0.5):
-                b0, b1 = _random_segment(docs, d, target - (a1 - a0), rng)
+                b0, b1 = random_segment(docs, d, target - (a1 - a0), rng)
                 i -= n_chunk - a_end  # put the unused sentences back (official)
                 label = 1
             else:

@@ -5,6 +5,7 @@ heads.py     task heads (sequence, token, span, choice, pair embedding) and Fine
 run.py       `finetune`: train, score on dev, keep the best checkpoint
 saved.py     a fine-tuned directory: `load_finetuned`, `evaluate`, `predict`
 embed.py     sentence and document embeddings (mean pooling)
+baselines.py seeded splits of a labelled table, bag-of-words baselines (logistic regression, cosine)
 tasks/       one module per task family: reader, features, metric
 """
 

@@ -5,6 +5,7 @@
     kernels.py    activations, fast CPU dropout, fused CPU inference layers
     heads.py      masked-LM and SOP/NSP heads: AlbertForPretraining and its losses
     params.py     parameter counts built from the real modules, beside the paper's tables
+    smoothness.py how far each layer moves a token (L2 distance, cosine similarity: the paper's Figure 2)
     weights.py    litebert's model files: config.json + model.safetensors (digest-checked, no pickle)
     resize.py     growing the vocabulary of a model (after `tokenizer add-words`)
     allocator.py  the process's CPU malloc setting for training steps
@@ -16,16 +17,19 @@ from litebert.model.albert import Albert
 from litebert.model.config import PRESETS, ModelConfig, preset
 from litebert.model.heads import AlbertForPretraining, PretrainingOutput
 from litebert.model.params import ParamCount, count_parameters
+from litebert.model.smoothness import LayerTransitions, layer_transitions
 from litebert.model.weights import load_model, load_model_config, save_model
 
 __all__ = [
     "PRESETS",
     "Albert",
     "AlbertForPretraining",
+    "LayerTransitions",
     "ModelConfig",
     "ParamCount",
     "PretrainingOutput",
     "count_parameters",
+    "layer_transitions",
     "load_model",
     "load_model_config",
     "preset",

@@ -14,6 +14,7 @@ state.py       what a checkpoint holds besides the model: optimizer, RNG and dat
 inputs.py      what a run reads must fit together (data, model, tokenizer)
 dist.py        torchrun, DDP / FSDP, collectives, rank-0-only IO, decisions every rank shares, threads
 evaluate.py    held-out MLM and SOP/NSP accuracy against the baselines to beat
+probe.py       pair probe sets scored with a model's own head and a linear probe on frozen features
 metrics.py     metrics.jsonl, FLOPs, `litebert plot`
 precision.py   fp32 / bf16 / fp16 and "auto"
 synthetic.py   a synthetic batch source for tests and benchmarks

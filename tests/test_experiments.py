@@ -1,0 +1,115 @@
+"""The experiment scripts (experiments/) end to end at the smoke scale, on the vendored fixtures only: each writes
+its JSON, markdown and figure, with the numbers in range, and a second run reuses the first one's units."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"  # sources and licences: fixtures/README.md
+
+
+@pytest.fixture
+def scripts(monkeypatch):
+    """Import experiments/NAME.py as a module; torch's thread count put back afterwards."""
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
+    threads = torch.get_num_threads()
+    yield lambda name: importlib.import_module(name)
+    torch.set_num_threads(threads)
+
+
+def _run(scripts, name: str, out: Path) -> dict:
+    return _run_with(scripts, name, out, [])
+
+
+def _run_with(scripts, name: str, out: Path, extra: list[str]) -> dict:
+    scripts(name).main(["--scale", "smoke", "--out", str(out), "--data-root", str(FIXTURES), "--threads", "1", *extra])
+    for ext in ("json", "md", "png"):
+        assert (out / f"{name}.{ext}").stat().st_size > 0
+    return json.loads((out / f"{name}.json").read_text())
+
+
+def _units(out: Path) -> list[str]:
+    return [json.loads(line)["key"] for line in (out / "timings.jsonl").read_text().splitlines()]
+
+
+def _fraction(x: float) -> bool:
+    return 0.0 <= x <= 1.0
+
+
+def _check_rt(result: dict, seeds: int) -> None:
+    assert len(result["runs"]) == seeds
+    assert all(_fraction(r["test_accuracy"]) and _fraction(r["dev_accuracy"]) for r in result["runs"])
+    low, high = result["test_range"]
+    assert low <= result["test_median"] <= high
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_smoothness_script_measures_every_layer_and_reuses_its_runs(scripts, tmp_path):
+    record = _run(scripts, "smoothness", tmp_path)
+    models = record["results"]["models"]
+    assert set(models) == {"albert", "not-shared", "all-shared-e-h", "bert"}
+    layers = record["recipe"]["scale"]["model"]["num_layers"]
+    for m in models.values():
+        assert len(m["l2"]) == len(m["cosine"]) == layers
+        assert all(d >= 0 for d in m["l2"]) and all(-1 <= c <= 1 for c in m["cosine"])
+        assert m["tokens"] > 0
+    assert record["recipe"]["scale"]["name"] == "smoke" and record["wall_seconds_of_the_units_used"] > 0
+    units = _units(tmp_path)
+    assert sum(u.startswith("not-shared-") for u in units) == 1  # one pretraining per variant
+    again = _run(scripts, "smoothness", tmp_path)
+    assert _units(tmp_path) == units  # nothing done again
+    assert again["results"] == record["results"]
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_every_script_at_the_smoke_scale(scripts, tmp_path):
+    objectives = _run(scripts, "objectives", tmp_path)["results"]
+    seeds = 2  # the smoke scale's
+    assert set(objectives["models"]) == {"no-pair", "nsp", "albert"}
+    for m in objectives["models"].values():
+        i = m["intrinsic"]
+        assert _fraction(i["mlm"]["eval_mlm_acc"])
+        for task in ("nsp", "sop"):
+            assert _fraction(i[task]["head_accuracy"]) and _fraction(i[task]["probe_accuracy"])
+            assert i[task]["majority_accuracy"] == 0.5  # balanced probe sets
+        _check_rt(m["rt"], seeds)
+        assert -1 <= m["lee"]["spearman"] <= 1
+    assert "mlm_own_data" in objectives["models"]["no-pair"]["intrinsic"]
+    _check_rt(objectives["random_init"]["rt"], seeds)
+    units = _units(tmp_path)
+
+    sharing = _run(scripts, "sharing", tmp_path)["results"]["models"]
+    assert not set(units) & set(_units(tmp_path)[len(units) :])  # ALBERT's runs reused, not redone
+    params = {name: m["parameters"]["backbone"] for name, m in sharing.items()}
+    assert params["albert"] < params["shared-ffn"] < params["not-shared"]
+    assert params["albert"] < params["shared-attention"] < params["not-shared"]
+    assert params["albert"] < params["all-shared-e-h"] and params["not-shared"] < params["bert"]
+    assert all(_fraction(m["intrinsic"]["mlm"]["eval_mlm_acc"]) for m in sharing.values())
+
+    smoothness = _run(scripts, "smoothness", tmp_path)["results"]["models"]
+    assert all(len(m["l2"]) == 3 for m in smoothness.values())
+
+    before = _units(tmp_path)
+    transfer = _run(scripts, "transfer", tmp_path)["results"]
+    done_now = _units(tmp_path)[len(before) :]
+    assert not any(u.startswith("albert-") for u in done_now)  # pretrained models reused
+    for m in transfer["models"].values():
+        _check_rt(m["rt"], seeds)
+        _check_rt(m["rt_random_init"], seeds)
+        v = m["verdict"]
+        assert v["transfers"] == (v["margin"] > v["seed_spread"])
+    points = transfer["curve"]["points"]
+    assert [p["step"] for p in points] == [2, 4, 6, 8]  # 1/4, 1/2, 3/4 and all of the 8 pretraining steps
+    assert all(_fraction(p["mlm_acc"]) and p["rt"]["lr"] == transfer["curve"]["lr"] for p in points)
+    assert _fraction(transfer["baselines"]["rt_bag_of_words"]["test_accuracy"])
+
+    budget = _run_with(scripts, "finetune_budget", tmp_path, ["--steps", "4", "--lr", "1e-3", "--seeds", "0"])
+    assert budget["results"]["steps"] == 4 and len(budget["results"]["random_init"]["runs"]) == 1
+    assert _fraction(budget["results"]["pretrained"]["test_median"])
