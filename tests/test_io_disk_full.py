@@ -24,8 +24,10 @@ from litebert.text import prepare
 from litebert.tokenizer.train import train_tokenizer
 from litebert.train.checkpoint import latest_checkpoint, save_checkpoint
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-CHAPTERS = sorted((SHARED / "corpora" / "moby-dick").glob("chapter_*.txt"))[:12]
+# The packaged Moby-Dick (the default run's corpus) and the vendored State of the Union addresses: data that ships.
+MOBY_DICK = Path(litebert.__file__).resolve().parent / "corpus" / "moby-dick"
+SOTU = Path(__file__).resolve().parent / "fixtures" / "corpora" / "sotu"
+CHAPTERS = sorted((MOBY_DICK).glob("chapter_*.txt"))[:12]
 
 
 class _Budget:

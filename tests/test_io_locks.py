@@ -15,11 +15,14 @@ from pathlib import Path
 
 import pytest
 
+import litebert
 from litebert.cli import main
 from litebert.hf import export_hf
 from litebert.io import LOCK_FILE, DirectoryInUseError, lock_dir, staged_files
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The packaged Moby-Dick (the default run's corpus) and the vendored State of the Union addresses: data that ships.
+MOBY_DICK = Path(litebert.__file__).resolve().parent / "corpus" / "moby-dick"
+SOTU = Path(__file__).resolve().parent / "fixtures" / "corpora" / "sotu"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HOLD = (
     "import sys, time; from litebert.io import lock_dir; lock_dir(sys.argv[1]); print('held', flush=True); "
@@ -122,7 +125,7 @@ def test_a_second_data_build_into_the_same_out_is_refused_and_a_killed_one_resum
     # Two builds into one --out corrupted each other (a rename onto another's shard, stray .tmp directories, a
     # shard without its arrays). The second is refused while the first runs; the first, killed, leaves a lock
     # that the next build takes over, and its finished shards, which it resumes from.
-    corpus = SHARED / "corpora" / "moby-dick"
+    corpus = MOBY_DICK
     out = tmp_path / "data"
     settings = ["--tokenizer", str(tokenizer_dir), "--out", str(out), "--max-seq-length", "64", "--dupe-factor", "40",
                 "--examples-per-shard", "500", "--window-chars", "20000", "--no-progress"]  # fmt: skip
@@ -145,7 +148,7 @@ def test_a_second_data_build_into_the_same_out_is_refused_and_a_killed_one_resum
 def test_concurrent_data_builds_into_one_out_never_corrupt_it(tmp_path, tokenizer_dir):
     from litebert.data import data_stats, read_manifest
 
-    corpus = [str(p) for p in sorted((SHARED / "corpora" / "moby-dick").glob("chapter_*.txt"))[:30]]
+    corpus = [str(p) for p in sorted((MOBY_DICK).glob("chapter_*.txt"))[:30]]
     for trial in range(3):
         out = tmp_path / f"data{trial}"
         args = ["data", "build", *corpus, "--tokenizer", str(tokenizer_dir), "--out", str(out), "--max-seq-length",
@@ -182,7 +185,7 @@ def test_tokenizer_train_and_convert_hold_their_out_directory(tmp_path, model_di
     (tmp_path / "tok").mkdir()
     holder = _holder(tmp_path / "tok")
     try:
-        corpus = str(SHARED / "corpora" / "sotu" / "1790_george_washington_n.txt")
+        corpus = str(SOTU / "1790_george_washington_n.txt")
         assert main(["tokenizer", "train", corpus, "--vocab-size", "200", "--out", str(tmp_path / "tok")]) == 2
         assert f"is in use by another litebert process (pid {holder.pid} on host" in capsys.readouterr().err
     finally:
