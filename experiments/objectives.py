@@ -9,13 +9,11 @@ its frozen pooled features: the fair score of the no-pair model, whose head was 
 from __future__ import annotations
 
 import sys
-import time
 
 from downstream import baselines, finetuned, lee, rt
 from measures import intrinsic
-from report import pct, spread, table, write_outputs
-from runner import Runner, parse_args
-from scales import SCALES
+from report import pct, run_script, spread, table
+from runner import Runner
 
 MODELS = {"no-pair": "none", "nsp": "NSP", "albert": "SOP"}
 # docs/paper.md §6: ALBERT-base, intrinsic accuracy (%) after pretraining with no pair loss / NSP / SOP.
@@ -78,13 +76,7 @@ def draw(results: dict, fig) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    started = time.perf_counter()
-    args = parse_args(__doc__, argv)
-    runner = Runner(SCALES[args.scale], args.out, args.data_root)
-    results = run(runner)
-    write_outputs(runner, "objectives", results, markdown(results), lambda fig: draw(results, fig), started,
-                  figsize=(14, 4))  # fmt: skip
-    return results
+    return run_script("objectives", __doc__, argv, run, markdown, draw, figsize=(14, 4))
 
 
 if __name__ == "__main__":

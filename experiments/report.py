@@ -13,7 +13,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from runner import ROOT, Runner, scale_record  # noqa: E402
+from runner import ROOT, Runner, parse_args, scale_record  # noqa: E402
+from scales import SCALES  # noqa: E402
 
 from litebert.io import write_json  # noqa: E402
 
@@ -69,3 +70,16 @@ def write_outputs(
     plt.close(fig)
     runner.log(f"wrote {paths['json']}, {paths['md']}, {paths['png']}")
     return paths
+
+
+def run_script(
+    name: str, description: str, argv: list[str] | None, run: Callable[[Runner], dict],
+    markdown: Callable[[dict], str], draw: Callable[[dict, plt.Figure], None], figsize: tuple[float, float] = (11, 4),
+) -> dict:  # fmt: skip
+    """The main of an experiment script: the shared options, its units run on the scale's runner, its three files."""
+    started = time.perf_counter()
+    args = parse_args(description, argv)
+    runner = Runner(SCALES[args.scale], args.out, args.data_root)
+    results = run(runner)
+    write_outputs(runner, name, results, markdown(results), lambda fig: draw(results, fig), started, figsize=figsize)
+    return results

@@ -9,13 +9,12 @@ one trained with SOP the same way, scored on parameters, held-out MLM and SOP ac
 from __future__ import annotations
 
 import sys
-import time
 
 from downstream import finetuned, lee, rt
 from measures import intrinsic, parameters
-from report import pct, spread, table, write_outputs
-from runner import Runner, parse_args
-from scales import SCALES, VARIANTS
+from report import pct, run_script, spread, table
+from runner import Runner
+from scales import VARIANTS
 
 MODELS = ("albert", "shared-attention", "shared-ffn", "not-shared", "all-shared-e-h", "bert")
 # docs/paper.md §2 (parameters) and the paper's Table 5 (ALBERT-base, average of SQuAD1.1, SQuAD2.0, MNLI, SST-2
@@ -78,12 +77,7 @@ def draw(results: dict, fig) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    started = time.perf_counter()
-    args = parse_args(__doc__, argv)
-    runner = Runner(SCALES[args.scale], args.out, args.data_root)
-    results = run(runner)
-    write_outputs(runner, "sharing", results, markdown(results), lambda fig: draw(results, fig), started)
-    return results
+    return run_script("sharing", __doc__, argv, run, markdown, draw)
 
 
 if __name__ == "__main__":

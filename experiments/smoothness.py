@@ -8,12 +8,11 @@ not-shared (BERT-style) model trained the same way, at the scale's small E and a
 from __future__ import annotations
 
 import sys
-import time
 
 from measures import smoothness
-from report import table, write_outputs
-from runner import Runner, parse_args
-from scales import SCALES, VARIANTS
+from report import run_script, table
+from runner import Runner
+from scales import VARIANTS
 
 PAIRS = (("albert", "not-shared"), ("all-shared-e-h", "bert"))  # (all-shared, not-shared) at small E, at E = H
 
@@ -49,12 +48,7 @@ def draw(results: dict, fig) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    started = time.perf_counter()
-    args = parse_args(__doc__, argv)
-    runner = Runner(SCALES[args.scale], args.out, args.data_root)
-    results = run(runner)
-    write_outputs(runner, "smoothness", results, markdown(results), lambda fig: draw(results, fig), started)
-    return results
+    return run_script("smoothness", __doc__, argv, run, markdown, draw)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,12 @@ more than the seed spread (the widest min-max range of the two).
 from __future__ import annotations
 
 import sys
-import time
 
 from downstream import baselines, finetuned, lee, rt
 from measures import intrinsic
-from report import pct, spread, table, write_outputs
-from runner import Runner, parse_args
-from scales import SCALES, VARIANTS
+from report import pct, run_script, spread, table
+from runner import Runner
+from scales import VARIANTS
 
 MODELS = ("albert", "nsp", "no-pair", "not-shared", "shared-attention", "shared-ffn", "all-shared-e-h", "bert")
 CURVE_MODEL = "albert"
@@ -116,13 +115,7 @@ def draw(results: dict, fig) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    started = time.perf_counter()
-    args = parse_args(__doc__, argv)
-    runner = Runner(SCALES[args.scale], args.out, args.data_root)
-    results = run(runner)
-    write_outputs(runner, "transfer", results, markdown(results), lambda fig: draw(results, fig), started,
-                  figsize=(14, 4.5))  # fmt: skip
-    return results
+    return run_script("transfer", __doc__, argv, run, markdown, draw, figsize=(14, 4.5))
 
 
 if __name__ == "__main__":
