@@ -41,8 +41,8 @@ import transformers  # noqa: E402
 
 import litebert  # noqa: E402
 from litebert import hf  # noqa: E402
-from litebert.model.albert import find_real_tokens  # noqa: E402
 from litebert.model.allocator import keep_freed_memory  # noqa: E402
+from litebert.model.padding import find_real_tokens  # noqa: E402
 from litebert.train.loop import prepare_batch  # noqa: E402
 from litebert.train.metrics import peak_flops, train_flops_per_sequence  # noqa: E402
 from litebert.train.optim import Lamb  # noqa: E402

@@ -9,8 +9,8 @@ import torch
 
 import litebert
 from litebert.model import kernels as fused_module
-from litebert.model.albert import Unpadded
 from litebert.model.kernels import FusedDense, padded_rows
+from litebert.model.padding import Unpadded
 
 CFG = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_layers=3, num_heads=4, intermediate_size=64)
 

@@ -333,7 +333,7 @@ def _padded_batch() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def test_real_tokens_found_on_the_host_give_the_model_s_own_unpadding():
-    from litebert.model.albert import find_real_tokens
+    from litebert.model.padding import find_real_tokens
 
     model, (ids, mask) = _model(), _padded_batch()
     real = find_real_tokens(mask)
@@ -361,7 +361,7 @@ def test_the_padded_grid_gives_what_the_unpadded_path_gives():
 @pytest.mark.parametrize("padded", [False, True])
 def test_a_compiled_training_step_has_no_graph_break(padded):
     # fullgraph=True refuses any break (aot_eager: the graph is captured and run through autograd, no codegen)
-    from litebert.model.albert import find_real_tokens
+    from litebert.model.padding import find_real_tokens
 
     model = _model(hidden_dropout=0.1, attention_dropout=0.1).train()
     ids = _ids(4, 10)
@@ -377,7 +377,8 @@ def test_a_compiled_training_step_has_no_graph_break(padded):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_packed_attention_on_a_gpu_gives_the_padded_reference_in_bf16():
-    from litebert.model.albert import find_real_tokens, packs, varlen_attn
+    from litebert.model.albert import packs, varlen_attn
+    from litebert.model.padding import find_real_tokens
 
     if varlen_attn is None or torch.cuda.get_device_capability() < (8, 0):
         pytest.skip("FlashAttention's variable-length kernel needs torch >= 2.9 and compute capability 8.0")
@@ -391,7 +392,7 @@ def test_packed_attention_on_a_gpu_gives_the_padded_reference_in_bf16():
         packed, packed_pooled = model.albert(ids, mask, real_tokens=real)
         grid, grid_pooled = model.albert(ids, mask)  # no RealTokens: the padded grid, SDPA with a mask
     qkv = torch.zeros(5, 3 * 32, device="cuda", dtype=torch.bfloat16)
-    from litebert.model.albert import Unpadded
+    from litebert.model.padding import Unpadded
 
     assert packs(qkv, Unpadded.of(real, mask.shape), 2, 0.0)
     torch.testing.assert_close(packed.float(), grid.float(), rtol=2e-2, atol=2e-2)

@@ -2,6 +2,7 @@
 
     config.py     ModelConfig (validated) and the paper's presets (`preset("albert-base")`)
     albert.py     the encoder, read top to bottom: embeddings, attention, FFN, cross-layer sharing, pooler
+    padding.py    where a padded batch's real tokens are (found on the host), and unpadding dense layers
     kernels.py    activations, fast CPU dropout, fused CPU inference layers
     heads.py      masked-LM and SOP/NSP heads: AlbertForPretraining and its losses
     params.py     parameter counts built from the real modules, beside the paper's tables

@@ -11,10 +11,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.model.albert import Albert, RealTokens, host_range, init_weights, on_host
+from litebert.model.albert import Albert, host_range, init_weights, on_host
 from litebert.model.allocator import MMAP_THRESHOLD_MAX
 from litebert.model.config import ModelConfig
 from litebert.model.kernels import activation
+from litebert.model.padding import RealTokens
 
 IGNORE = -100  # label value for padding slots (masked LM) and for "no pair label" (SOP)
 

@@ -23,9 +23,9 @@ from tqdm.auto import tqdm
 
 from litebert.data.collate import PretrainingBatches
 from litebert.data.shards import read_manifest
-from litebert.model.albert import find_real_tokens
 from litebert.model.config import ModelConfig
 from litebert.model.heads import IGNORE
+from litebert.model.padding import find_real_tokens
 from litebert.train import dist
 from litebert.train.config import TrainConfig
 from litebert.train.engine import Hooks, NonFiniteLossError, fit
