@@ -50,7 +50,8 @@ from litebert.data.shards import (
     shard_sizes,
 )
 from litebert.io import LOCK_FILE, atomic_path, naming_full_disk, read_json, write_json, writing_dir
-from litebert.text.read import READER_VERSION, Paths, ReadConfig, iter_files, read_documents
+from litebert.text.files import Paths, iter_files
+from litebert.text.read import READER_VERSION, ReadConfig, read_documents
 from litebert.text.sentences import split_sentences
 from litebert.tokenizer.tokenizer import Tokenizer, copy_tokenizer
 

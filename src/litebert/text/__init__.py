@@ -1,5 +1,6 @@
 """Raw documents -> sentences: the first stage of the pipeline.
 
+files.py      which files a corpus is: directories expanded, links out of them skipped, duplicates read once
 read.py       files and directories (.txt, .jsonl, .parquet, .arrow, .gz, .bz2) as a stream of documents;
               `prepare` writes the official format (one sentence per line, a blank line between documents)
 columnar.py   Parquet and Arrow files: one text column, row group by row group (pyarrow, the parquet extra)
@@ -9,8 +10,9 @@ normalize.py  the text normalisation the tokenizer applies (the official preproc
 report.py     what a read found: counts, and every file, line or byte skipped or repaired
 """
 
+from litebert.text.files import Paths, iter_files, path_list
 from litebert.text.normalize import Normalizer
-from litebert.text.read import READER_VERSION, Paths, ReadConfig, iter_files, path_list, prepare, read_documents
+from litebert.text.read import READER_VERSION, ReadConfig, prepare, read_documents
 from litebert.text.report import TextReport
 from litebert.text.sentences import split_sentences
 

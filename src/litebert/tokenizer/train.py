@@ -18,8 +18,9 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tqdm import tqdm
 
 from litebert.io import staged_files, write_bytes
+from litebert.text.files import Paths
 from litebert.text.normalize import Normalizer
-from litebert.text.read import Paths, ReadConfig, read_documents
+from litebert.text.read import ReadConfig, read_documents
 from litebert.text.report import TextReport
 from litebert.tokenizer.tokenizer import DIGIT_COMMA, MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
 

@@ -22,7 +22,7 @@ import numpy as np
 from litebert.finetune.tasks.base import TaskData
 from litebert.finetune.tasks.common import Report, TokenizerLike, json_type, open_text, preview
 from litebert.io import format_suffix
-from litebert.text.read import iter_files
+from litebert.text.files import iter_files
 
 
 @dataclass
