@@ -78,7 +78,7 @@ def test_accuracy(runner: Runner, run: dict) -> float:
 
 
 def finetuned(runner: Runner, name: str) -> bool:
-    """Whether the scale fine-tunes variant `name` on Rotten Tomatoes (the cpu scale fine-tunes only the models
+    """Whether the scale fine-tunes variant `name` on Rotten Tomatoes (the cpu scales fine-tune only the models
     the tables compare downstream)."""
     return runner.scale.finetuned is None or name in runner.scale.finetuned
 
