@@ -147,8 +147,8 @@ def module_dot(edges: set[tuple[str, str]], layers: list[list[str]], modules: li
     for i, layer in enumerate(layers):
         colour = COLOURS[i % len(COLOURS)]
         for pkg in layer:
-            if pkg in (API, MAIN) or pkg == "litebert.io":
-                label = {API: "litebert/__init__.py", MAIN: "__main__.py"}.get(pkg, "io.py")
+            if pkg in (API, MAIN):
+                label = {API: "litebert/__init__.py", MAIN: "__main__.py"}[pkg]
                 lines.append(f'  "{pkg}" [label="{label}", fillcolor="{colour}", style="filled,bold"];')
                 continue
             name = pkg.split(".", 1)[1]

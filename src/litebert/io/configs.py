@@ -1,0 +1,56 @@
+"""Config dataclasses from JSON: `from_dict` builds a `@dataclass(kw_only=True)` config with every unknown key
+named, and `check_types` refuses a wrongly typed or non-finite value with its field named; each stage's config uses
+them."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from typing import Any
+
+
+def check_types(obj: Any) -> None:
+    """Refuse values whose type does not match the dataclass annotation, naming the field.
+
+    JSON has one number type, so an int is accepted where a float is expected; a bool is never an int here.
+    """
+    hints = typing.get_type_hints(type(obj))
+    cls_name = type(obj).__name__
+    for field in dataclasses.fields(obj):
+        value = getattr(obj, field.name)
+        expected = hints[field.name]
+        allowed = typing.get_args(expected) if isinstance(expected, types.UnionType) else (expected,)
+        if not any(_matches(value, t) for t in allowed):
+            names = " | ".join(getattr(t, "__name__", str(t)) for t in allowed)
+            raise ValueError(f"{cls_name}.{field.name} must be {names}, got {value!r} ({type(value).__name__})")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{cls_name}.{field.name} must be a finite number, got {value!r}")
+
+
+def _matches(value: Any, t: Any) -> bool:
+    if t is type(None):
+        return value is None
+    if t is bool:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if t is float:
+        return isinstance(value, int | float)
+    origin = typing.get_origin(t)  # list[str], dict[str, Any]: check the container only
+    return isinstance(value, origin or t)
+
+
+def from_dict(cls: type, data: Any, *, source: str) -> Any:
+    """Build a kw-only dataclass from a dict, refusing unknown keys and bad values with the field named."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{source}: unknown {cls.__name__} field(s) {unknown}; known: {sorted(known)}")
+    try:
+        return cls(**data)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{source}: {exc}") from exc
