@@ -10,26 +10,25 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import tiny
 import torch
+from tiny import T, V
 
 import litebert
 from litebert.train import TrainConfig, pretrain
 from litebert.train.synthetic import SyntheticBatches
 
-V, T, GLOBAL_BATCH, STEPS = 64, 32, 8, 4
+GLOBAL_BATCH, STEPS = 8, 4
 
 
 def model_config() -> litebert.ModelConfig:
     # No dropout: the ranks draw different masks than one process would.
-    return litebert.preset(
-        "tiny", vocab_size=V, max_position=T, num_layers=2, hidden_size=32, embedding_size=16,
-        intermediate_size=64, num_heads=2, hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0,
-    )  # fmt: skip
+    return tiny.model_config(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0)
 
 
 def train_config(**kw: object) -> TrainConfig:
     base = dict(max_steps=STEPS, batch_size=GLOBAL_BATCH, lr=3e-3, warmup_steps=1, save_every=2, eval_every=100)
-    return TrainConfig(**{**base, "log_every": 1, "progress": False, "tensorboard": False, **kw})
+    return tiny.train_config({**base, "log_every": 1}, **kw)
 
 
 def eval_source() -> SyntheticBatches:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tiny
 import torch
+from tiny import T, V, model_config
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import litebert
@@ -19,17 +21,10 @@ from litebert.train.prefetch import Prefetcher
 from litebert.train.step import Objective, build_trainer, optimizer_step, read
 from litebert.train.synthetic import SyntheticBatches
 
-V, T = 64, 32
-
-
-def model_config(**kw: object) -> litebert.ModelConfig:
-    base = dict(vocab_size=V, max_position=T, num_layers=2, hidden_size=32, embedding_size=16)
-    return litebert.preset("tiny", **{**base, "intermediate_size": 64, "num_heads": 2, **kw})
-
 
 def train_config(**kw: object) -> TrainConfig:
     base = dict(max_steps=10, batch_size=4, lr=1e-3, warmup_steps=1, save_every=100, eval_every=100, log_every=5)
-    return TrainConfig(**{**base, "progress": False, "tensorboard": False, **kw})
+    return tiny.train_config(base, **kw)
 
 
 class Padded(SyntheticBatches):

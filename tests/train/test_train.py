@@ -13,24 +13,19 @@ import warnings
 from pathlib import Path
 
 import pytest
+import tiny
 import torch
+from tiny import T, V, model_config
 
 import litebert
 from litebert.train import NonFiniteLossError, TrainConfig, pretrain
 from litebert.train.checkpoint import latest_checkpoint, list_checkpoints
 from litebert.train.synthetic import Interrupted, SyntheticBatches
 
-V, T = 64, 32
-
-
-def model_config(**kw: object) -> litebert.ModelConfig:
-    base = dict(vocab_size=V, max_position=T, num_layers=2, hidden_size=32, embedding_size=16)
-    return litebert.preset("tiny", **{**base, "intermediate_size": 64, "num_heads": 2, **kw})
-
 
 def train_config(**kw: object) -> TrainConfig:
     base = dict(max_steps=6, batch_size=4, lr=1e-3, warmup_steps=1, save_every=2, eval_every=3, log_every=1)
-    return TrainConfig(**{**base, "progress": False, "tensorboard": False, **kw})
+    return tiny.train_config(base, **kw)
 
 
 def eval_source() -> SyntheticBatches:
