@@ -31,6 +31,7 @@ from litebert.finetune.tasks.metrics import spearman
 from litebert.finetune.tasks.similarity import read_lee
 from litebert.hf import load_tokenizer
 from litebert.io import read_json, write_json
+from litebert.train.checkpoint import latest_checkpoint
 
 
 def rt_split(runner: Runner) -> Path:
@@ -53,7 +54,8 @@ def _architecture(runner: Runner, init: Path) -> str:
 
 
 def finetune_run(runner: Runner, init: Path, model: str, random_init: bool, lr: float, seed: int) -> dict:
-    """One fine-tuning run (reused when its results.json exists): its best dev accuracy and checkpoint."""
+    """One fine-tuning run (reused when its results.json exists, continued from its newest checkpoint when it was
+    interrupted): its best dev accuracy and checkpoint."""
     split = rt_split(runner)
     settings = {"model": model, "split": split.name, "lr": lr, "seed": seed, "finetune": runner.scale.finetune}
     run_dir = runner.out / "finetune" / model / f"lr{lr:g}-seed{seed}-{settings_key(settings)}"
@@ -63,7 +65,7 @@ def finetune_run(runner: Runner, init: Path, model: str, random_init: bool, lr: 
                              init=str(init), out=str(run_dir), random_init=random_init, text_columns=("text",),
                              label_column="label", lr=lr, seed=seed, **runner.scale.finetune)  # fmt: skip
         with runner.timed("finetune", run_dir.name):
-            finetune(cfg)
+            finetune(cfg, resume=latest_checkpoint(run_dir) is not None)  # an interrupted run continues
     best = read_json(run_dir / "results.json")["best"]
     return {"lr": lr, "seed": seed, "dev_accuracy": best["value"], "best_step": best["step"], "dir": str(run_dir)}
 

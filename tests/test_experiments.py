@@ -113,3 +113,27 @@ def test_every_script_at_the_smoke_scale(scripts, tmp_path):
     budget = _run_with(scripts, "finetune_budget", tmp_path, ["--steps", "4", "--lr", "1e-3", "--seeds", "0"])
     assert budget["results"]["steps"] == 4 and len(budget["results"]["random_init"]["runs"]) == 1
     assert _fraction(budget["results"]["pretrained"]["test_median"])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_an_interrupted_finetuning_unit_continues_from_its_checkpoint(scripts, tmp_path, monkeypatch):
+    import litebert.finetune.run
+
+    runner_module, downstream = scripts("runner"), scripts("downstream")
+    scale = runner_module.SCALES["smoke"]
+    runner = runner_module.Runner(scale, tmp_path, FIXTURES, log=lambda *a: None)
+    init = runner.model_dir("albert")
+    write_results = litebert.finetune.run.write_results
+
+    def killed(*args, **kwargs):  # killed after its checkpoints were saved, before its results
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(litebert.finetune.run, "write_results", killed)
+    with pytest.raises(KeyboardInterrupt):
+        downstream.finetune_run(runner, init, "albert", False, scale.lrs[0], 0)
+    run_dir = next((tmp_path / "finetune" / "albert").iterdir())
+    assert (run_dir / "checkpoints").is_dir() and not (run_dir / "results.json").exists()
+    monkeypatch.setattr(litebert.finetune.run, "write_results", write_results)
+    run = downstream.finetune_run(runner, init, "albert", False, scale.lrs[0], 0)  # was: refused as interrupted
+    assert Path(run["dir"]) == run_dir and (run_dir / "results.json").is_file()
+    assert _fraction(run["dev_accuracy"]) and 0 < run["best_step"] <= scale.finetune["max_steps"]
