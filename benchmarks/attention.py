@@ -14,15 +14,14 @@ forward alone (inference), behind `EXPLICIT_MAX_LENGTH_FORWARD`.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import torch
 import torch.nn.functional as F
+from micro import options, set_up
 
 from litebert.model import albert as model
-from litebert.model.allocator import keep_freed_memory
 
 SHAPES = [(32, 2, 40), (32, 2, 128), (16, 2, 256), (32, 12, 64), (8, 12, 128), (32, 12, 128), (8, 12, 256),
           (8, 12, 512)]  # fmt: skip
@@ -88,17 +87,14 @@ def milliseconds(fn, shape: tuple[int, int, int], dtype: torch.dtype, masked: bo
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
-    ap.add_argument("--reps", type=int, default=10)
+    ap = options(__doc__, reps=10)
     ap.add_argument("--softmax", action="store_true", help="bf16 softmax vs fp32 softmax + casts, explicit path")
     ap.add_argument("--forward", action="store_true", help="a no-grad forward alone (inference), no backward")
     ap.add_argument("--inplace", action="store_true", help="explicit path: scores scaled/masked in place or not")
     ap.add_argument("--dropout", type=float, default=0.0, help="attention dropout for both paths")
     ap.add_argument("--dtype", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"])
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    keep_freed_memory()  # the malloc setting of the litebert command (freed score tensors stay mapped)
+    set_up(args)  # the malloc setting of the litebert command (freed score tensors stay mapped)
     global DROPOUT, FORWARD_ONLY
     DROPOUT, FORWARD_ONLY = args.dropout, args.forward
     if args.softmax:

@@ -15,15 +15,13 @@ Max diff is against the same layer computed in fp64.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from gelu import ms  # benchmarks/gelu.py: ms per call after 3 warm-up calls
+from micro import ms, options, set_up
 
-from litebert.model.allocator import keep_freed_memory
 from litebert.model.kernels import FusedDense, padded_rows
 
 SHAPES = {"tiny": (1000, 128, 512), "albert-base": (1024, 768, 3072)}  # tokens, hidden, intermediate
@@ -53,13 +51,8 @@ def new_shapes_ms(layer: torch.nn.Linear, dtype: torch.dtype, counts: list[int])
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--threads", type=int, default=None)
-    args = ap.parse_args()
-    keep_freed_memory()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = options(__doc__, reps=30).parse_args()
+    set_up(args)
     torch.manual_seed(0)
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, ms per call")
     print(f"{'shape':<12} {'layer':<14} {'prec':<5} {'eager':>7} {'fused':>7} {'speedup':>8} {'max diff':>9}")

@@ -11,14 +11,11 @@ difference from torch's own tanh-GELU computed in fp32.
 
 from __future__ import annotations
 
-import argparse
 import math
-import time
 
 import torch
 import torch.nn.functional as F
-
-from litebert.model.allocator import keep_freed_memory
+from micro import ms, options, set_up
 
 K = math.sqrt(2 / math.pi)
 
@@ -35,25 +32,12 @@ def erf_form(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x)
 
 
-def ms(fn, reps: int) -> float:  # noqa: ANN001
-    for _ in range(3):
-        fn()
-    start = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter() - start) / reps * 1e3
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = options(__doc__, reps=30)
     ap.add_argument("--tokens", type=int, default=1024, help="batch x sequence length (albert-base: 8 x 128)")
     ap.add_argument("--width", type=int, default=3072, help="intermediate size (albert-base: 3072)")
-    ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
-    keep_freed_memory()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_up(args)
     fns = {
         "tanh-GELU, torch kernel": tanh_form,
         "erf GELU, torch kernel (not ALBERT's)": erf_form,

@@ -11,27 +11,22 @@ two in one process and prints medians in milliseconds, and the memory traffic ea
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import torch
+from micro import options, set_up
 
 import litebert
-from litebert.model.allocator import keep_freed_memory
 from litebert.train.optim import Lamb, param_groups
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = options(__doc__, reps=21)
     ap.add_argument("--preset", nargs="+", default=["tiny", "albert-base"])
     ap.add_argument("--vocab", type=int, default=30000)
-    ap.add_argument("--reps", type=int, default=21)
-    ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
-    keep_freed_memory()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_up(args)
     print(f"# {torch.get_num_threads()} threads, torch {torch.__version__}, vocabulary {args.vocab}")
     print(f"{'preset':<14} {'params':>11} {'LAMB ms':>8} {'AdamW fused ms':>15} {'LAMB GB/s':>10}")
     for name in args.preset:

@@ -19,18 +19,17 @@ divides by (a square 2048 product, 2 threads). Printed per precision, medians ov
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import torch
+from micro import options, set_up
 from throughput import matmul_peak  # benchmarks/throughput.py: the peak its MFU divides by
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import litebert
-from litebert.model.allocator import keep_freed_memory
 from litebert.train.metrics import train_flops_per_sequence
 
 aten = torch.ops.aten
@@ -112,17 +111,13 @@ def replay_seconds(calls: list[tuple[Product, list[torch.Tensor], dict]], per_pr
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = options(__doc__, reps=10)
     ap.add_argument("--preset", default="albert-base")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
-    keep_freed_memory()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_up(args)
     config = litebert.preset(args.preset, vocab_size=30000)
     model_flops = args.batch * train_flops_per_sequence(config, args.seq, max(1, round(0.15 * args.seq)))
     print(f"# {args.preset}, batch {args.batch} x {args.seq}, torch {torch.__version__}, "

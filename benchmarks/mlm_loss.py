@@ -10,14 +10,13 @@ temporaries are fresh pages from the kernel on every call.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import torch
+from micro import options, set_up
 
 import litebert.model.heads as heads
-from litebert.model.allocator import keep_freed_memory
 
 SHAPES = [(152, 29000), (304, 29000), (640, 8000), (640, 30000), (1280, 30000)]
 
@@ -35,12 +34,9 @@ def seconds(logits: torch.Tensor, labels: torch.Tensor, chunk_bytes: int, reps: 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
-    ap.add_argument("--reps", type=int, default=10)
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {args.threads} threads, malloc keeps freed memory: {keep_freed_memory()}")
+    args = options(__doc__, reps=10).parse_args()
+    kept = set_up(args)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, malloc keeps freed memory: {kept}")
     print(f"{'slots':>6} {'vocab':>6} {'dtype':<9} {'one piece ms':>13} {'chunks ms':>10} {'speedup':>8}")
     for rows, vocab in SHAPES:
         for dtype in (torch.bfloat16, torch.float32):
