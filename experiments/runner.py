@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -153,7 +154,10 @@ class Runner:
         run = self.out / "pretrain" / f"{name}-{key}"
         self.used.add(run.name)
         if not (run / "eval.json").is_file() or not (run / "model" / "config.json").is_file():
-            job = PretrainJob(model=fields, train=train, data_dir=str(data))
+            # Every checkpoint stays: a checkpoint written on an interruption must not push out one of the curve's
+            # (the key holds the recipe, whose keep_last is CHECKPOINTS; how many stay on disk does not change it).
+            keep_all = dataclasses.replace(train, keep_last=train.max_steps)
+            job = PretrainJob(model=fields, train=keep_all, data_dir=str(data))
             with self.timed("pretrain", run.name), warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # the thread count, a job found finished
                 run_job(job, run, resume="auto")
