@@ -137,3 +137,18 @@ def test_an_interrupted_finetuning_unit_continues_from_its_checkpoint(scripts, t
     run = downstream.finetune_run(runner, init, "albert", False, scale.lrs[0], 0)  # was: refused as interrupted
     assert Path(run["dir"]) == run_dir and (run_dir / "results.json").is_file()
     assert _fraction(run["dev_accuracy"]) and 0 < run["best_step"] <= scale.finetune["max_steps"]
+
+
+def test_a_pretraining_keeps_every_checkpoint_under_the_recipe_s_key(scripts, tmp_path, monkeypatch):
+    # An interruption writes a checkpoint of its own; with keep_last = CHECKPOINTS it would push out the first
+    # curve checkpoint. The job keeps them all, while the run's name (its key) stays that of the recipe.
+    runner_module = scripts("runner")
+    runner = runner_module.Runner(runner_module.SCALES["smoke"], tmp_path, FIXTURES, log=lambda *a: None)
+    jobs = []
+    monkeypatch.setattr(runner_module, "run_job", lambda job, run, resume: jobs.append((job, run, resume)))
+    run = runner.pretrain("albert")
+    (job, where, resume), train = jobs[0], runner.train_config()
+    assert where == run and resume == "auto" and train.keep_last == runner_module.CHECKPOINTS
+    assert job.train.keep_last >= train.max_steps and job.train.max_steps == train.max_steps
+    key = runner_module.settings_key({"data": runner.data("sop").name, "model": job.model, "train": train.to_dict()})
+    assert run.name == f"albert-{key}"
