@@ -15,8 +15,9 @@ sharing (Tables 4/5) or E = H. Nothing here is tuned on results: a scale is chos
 * cpu-long: the cpu scale's model pretrained past the most-frequent-token plateau the cpu scale stays on (800
          steps of batch 128 at peak lr 5e-3 with 10% warmup: 11 times the cpu scale's sequences, at the batch and
          rate at which a 4-layer model of this width left the plateau within 200 steps before) and fine-tuned
-         for 1,000 steps; only ALBERT is fine-tuned, so transfer.py (ALBERT against random initialisation, and
-         the learning curve) takes about an hour and a quarter with two torch threads, all four scripts a few hours;
+         for 1,000 steps; only ALBERT is fine-tuned. Measured: a pretraining about 25 min (one or two torch
+         threads), a fine-tuning run about 5 min (one thread); transfer.py and objectives.py together 182 min of
+         units (111 min of wall time with two processes on the 2 cores), all four scripts several hours;
 * gpu:   about 5 minutes of pretraining a model on one H100/H200 (albert-base's shape, batch 256, bf16).
 """
 
