@@ -15,11 +15,10 @@ forward alone (inference), behind `EXPLICIT_MAX_LENGTH_FORWARD`.
 from __future__ import annotations
 
 import statistics
-import time
 
 import torch
 import torch.nn.functional as F
-from micro import options, set_up
+from micro import ms, options, set_up
 
 from litebert.model import albert as model
 
@@ -78,12 +77,7 @@ def milliseconds(fn, shape: tuple[int, int, int], dtype: torch.dtype, masked: bo
         else:
             fn(q, k, v, mask).backward(grad)
 
-    for _ in range(2):
-        once()
-    start = time.perf_counter()
-    for _ in range(reps):
-        once()
-    return (time.perf_counter() - start) / reps * 1000
+    return ms(once, reps, warmup=2)
 
 
 def main() -> None:

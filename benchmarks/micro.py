@@ -29,9 +29,9 @@ def set_up(args: argparse.Namespace) -> bool:
     return kept
 
 
-def ms(fn: Callable[[], object], reps: int) -> float:
-    """Milliseconds per call of `fn`, over `reps` calls after 3 warm-up calls."""
-    for _ in range(3):
+def ms(fn: Callable[[], object], reps: int, warmup: int = 3) -> float:
+    """Milliseconds per call of `fn`, over `reps` calls after `warmup` warm-up calls."""
+    for _ in range(warmup):
         fn()
     start_time = time.perf_counter()
     for _ in range(reps):
