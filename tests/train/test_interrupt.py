@@ -26,21 +26,16 @@ FIXTURES = TESTS.parent / "fixtures" / "tasks"
 
 PRETRAIN = textwrap.dedent(
     """
-    import sys, time, torch
+    import sys, torch
     sys.path.insert(0, {tests!r})
     import test_train as t
+    from tiny import SlowBatches
     from litebert.train import TrainingInterrupted
     torch.set_num_threads(1)
 
-    class Slow(t.SyntheticBatches):
-        def __iter__(self):
-            for batch in super().__iter__():
-                time.sleep({pause})  # the parent signals mid-run
-                yield batch
-
-    try:
+    try:  # each batch takes {pause} s: the parent signals mid-run
         t.pretrain(t.model_config(), t.train_config(max_steps=40, save_every=100), None, {out!r},
-                   batches=Slow(vocab_size=t.V, seq_len=t.T, batch_size=4), eval_batches=t.eval_source)
+                   batches=SlowBatches({pause}), eval_batches=t.eval_source)
     except TrainingInterrupted as exc:
         print(f"stopped at {{exc.step}}", flush=True)
         sys.exit(exc.exit_code)

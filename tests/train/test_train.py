@@ -95,18 +95,13 @@ def test_resumed_train_records_average_the_same_steps(tmp_path: Path) -> None:
 
 SIGKILL_SCRIPT = textwrap.dedent(
     """
-    import sys, time, torch
+    import sys, torch
     sys.path.insert(0, {tests!r})
     import test_train as t
+    from tiny import SlowBatches
     torch.set_num_threads(1)
 
-    class Slow(t.SyntheticBatches):
-        def __iter__(self):
-            for batch in super().__iter__():
-                time.sleep(0.3)  # give the parent time to kill us mid-run
-                yield batch
-
-    batches = Slow(vocab_size=t.V, seq_len=t.T, batch_size=4)
+    batches = SlowBatches(0.3)  # give the parent time to kill us mid-run
     t.pretrain(t.model_config(), t.train_config(max_steps=40, save_every=1), None, {out!r}, batches=batches,
                eval_batches=t.eval_source)
     """
