@@ -3,12 +3,38 @@
 One package per stage of the pipeline, each importing only the stages below it (checked by import-linter):
 text -> tokenizer -> data; model; hf (transformers' names, above model and tokenizer); train (data + model);
 finetune (the same loop with a task); cli on top. `litebert.io` holds the helpers every stage uses.
+
+The names below are imported on first use (PEP 562), so `import litebert.data` or `litebert --help` does not
+import the model, or torch, for them.
 """
 
-from litebert.hf.directory import load, save
-from litebert.model.albert import Albert
-from litebert.model.config import ModelConfig, preset
-from litebert.model.heads import AlbertForPretraining, PretrainingOutput
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from litebert.hf.directory import load, save
+    from litebert.model.albert import Albert
+    from litebert.model.config import ModelConfig, preset
+    from litebert.model.heads import AlbertForPretraining, PretrainingOutput
+
+_EXPORTS = {
+    "Albert": "litebert.model.albert",
+    "AlbertForPretraining": "litebert.model.heads",
+    "ModelConfig": "litebert.model.config",
+    "PretrainingOutput": "litebert.model.heads",
+    "load": "litebert.hf.directory",
+    "preset": "litebert.model.config",
+    "save": "litebert.hf.directory",
+}
 __all__ = ["Albert", "AlbertForPretraining", "ModelConfig", "PretrainingOutput", "load", "preset", "save"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'litebert' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value

@@ -3,6 +3,9 @@
 Each submodule owns the subcommands of one concern and exposes `register(subparsers)`; the handlers only
 turn arguments into configs and call the library, so everything a command does is testable without it. The flags
 of a config's fields (their type, help and default) are generated from its dataclass by `flags.py`.
+
+`COMMANDS` names the module of every command, so a command imports only what it uses: `litebert --help` lists
+the commands from this table alone, and `litebert data build` never imports the model or torch.
 """
 
 from __future__ import annotations
@@ -14,23 +17,51 @@ import sys
 import warnings
 
 from litebert.io import DiskFullError, is_disk_full
-from litebert.model.allocator import keep_freed_memory
 
-# Order is the order of the pipeline: text -> tokenizer -> data -> pretrain -> fine-tune, plus model tools.
-_MODULES = ("model", "text", "data", "pretrain", "finetune")
+# command -> (the module under litebert.cli that registers it, its one-line help), in the pipeline's order:
+# text -> tokenizer -> data -> pretrain -> fine-tune, then model tools. A module may register several commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "text": ("text", "raw documents -> one sentence per line (the official format)"),
+    "tokenizer": ("text", "train or extend a SentencePiece vocabulary"),
+    "data": ("data", "pretraining examples: build shards, show statistics"),
+    "pretrain": ("pretrain", "pretrain ALBERT (no arguments: the tiny preset on the packaged corpus, end to end)"),
+    "plot": ("pretrain", "write PNG curves of a pretraining run (matplotlib)"),
+    "finetune": ("finetune", "fine-tune a pretrained model on a task; best dev checkpoint in OUT/best"),
+    "evaluate": ("finetune", "score SQuAD predictions (official metric) or a fine-tuned model"),
+    "predict": ("finetune", "write a fine-tuned model's predictions for every input of a file"),
+    "embed": ("finetune", "mean-pooled embeddings of each line of a text file, saved as .npy"),
+    "params": ("model", "print a model's parameter count broken down, or the paper's tables"),
+    "convert": ("model", "convert a checkpoint to or from transformers' ALBERT layout, or from an official ALBERT "
+                         "TensorFlow checkpoint"),  # fmt: skip
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: the full subcommand of the command named in it, the others as one-line entries
+    (their modules are imported only when they are the one asked for). With no argv, every command in full."""
     parser = argparse.ArgumentParser(prog="litebert", description="ALBERT in PyTorch, end to end.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in _MODULES:
-        importlib.import_module(f"litebert.cli.{name}").register(sub)
+    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
+    registered: set[str] = set()
+    for name, (module, help_) in COMMANDS.items():
+        if name in sub.choices:
+            continue
+        if chosen is None or COMMANDS.get(chosen, (None,))[0] == module:
+            if module not in registered:
+                registered.add(module)
+                importlib.import_module(f"litebert.cli.{module}").register(sub)
+        else:
+            sub.add_parser(name, help=help_, add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    keep_freed_memory()  # this process is ours: reuse freed tensors' pages (litebert.model.allocator)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
+    if args.command not in ("text", "tokenizer", "data"):  # those need no torch; the others reuse freed pages
+        from litebert.model.allocator import keep_freed_memory
+
+        keep_freed_memory()  # this process is ours: reuse freed tensors' pages (litebert.model.allocator)
     formatwarning = warnings.formatwarning
     warnings.formatwarning = lambda message, category, *_: f"litebert {args.command}: warning: {message}\n"
     try:
