@@ -56,8 +56,9 @@ def test_the_opt_out_leaves_malloc_alone(monkeypatch):
 
 def test_the_command_line_applies_it(monkeypatch):
     from litebert import cli
+    from litebert.model import allocator
 
     calls = []
-    monkeypatch.setattr(cli, "keep_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(allocator, "keep_freed_memory", lambda: calls.append(1) or True)
     assert cli.main(["params", "--preset", "tiny"]) == 0
     assert calls == [1]
