@@ -15,6 +15,7 @@ On a 2-core AMX Xeon, linear + tanh-GELU at 1,000 tokens x 128 -> 512 is 2.2x fa
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -108,6 +109,15 @@ _MKL_LINEAR = getattr(torch.ops.mkl, "_mkl_linear", None) if torch.backends.mkl.
 MKL_MIN_WEIGHT = 1 << 18
 
 
+@functools.cache
+def _bf16_linear() -> bool:
+    """Whether oneDNN has bf16 kernels on this CPU (AVX-512 or newer); on AVX2 it refuses bf16 products."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def padded_rows(n: int) -> int:
     """n rounded up to one of 16 sizes per power of two (at most 1/16 more rows; multiples of 16 below 512).
 
@@ -143,6 +153,8 @@ class FusedDense:
             return None
         autocast = torch.is_autocast_enabled("cpu") and weight.dtype != torch.float64  # autocast leaves fp64 alone
         dtype = torch.get_autocast_dtype("cpu") if autocast else weight.dtype
+        if dtype == torch.bfloat16 and not _bf16_linear():
+            return None  # oneDNN has no bf16 inner product on this CPU (no AVX-512): it would refuse to build one
         return cls(dtype) if dtype in (torch.float32, torch.bfloat16) else None
 
     def rows(self, tokens: int) -> int:
