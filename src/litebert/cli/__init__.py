@@ -31,8 +31,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("finetune", "write a fine-tuned model's predictions for every input of a file"),
     "embed": ("finetune", "mean-pooled embeddings of each line of a text file, saved as .npy"),
     "params": ("model", "print a model's parameter count broken down, or the paper's tables"),
-    "convert": ("model", "convert a checkpoint to or from transformers' ALBERT layout, or from an official ALBERT "
-                         "TensorFlow checkpoint"),  # fmt: skip
+    "convert": (
+        "model",
+        "convert a checkpoint to or from transformers' ALBERT layout, or from an official ALBERT TensorFlow checkpoint",
+    ),
+    "export": ("export", "a model as an ONNX bundle (onnxruntime, transformers.js, Optimum), optionally int8"),
 }
 
 

@@ -185,10 +185,25 @@ def export_finetuned(src: Path, dst_dir: str | Path) -> Path:
     head = read_safetensors(src / HEAD_FILE)
     if "out.weight" not in head:
         raise ValueError(f"{src / HEAD_FILE}: no out.weight, the {kind} head's layer (tensors: {sorted(head)})")
-    task, state, fields = _TASK_CLASSES[kind], meta.get("state") or {}, {}
-    labels, outputs = state.get("labels") if isinstance(state, dict) else None, head["out.weight"].shape[0]
+    state = meta.get("state") or {}
+    labels = state.get("labels") if isinstance(state, dict) else None
     if labels is not None and not (isinstance(labels, list) and all(isinstance(x, str) for x in labels)):
         raise ValueError(f"{src / META_FILE}: field 'state.labels' must be a list of label names, got {labels!r}")
+    task = _TASK_CLASSES[kind]
+    fields = task_config_fields(kind, labels, head["out.weight"].shape[0])
+    tensors = {f"{task.linear}.{k.removeprefix('out.')}": v for k, v in head.items() if k.startswith("out.")}
+    return save_hf(model, dst_dir, tokenizer_dir=src, task=dataclasses.replace(task, head=tensors, fields=fields))
+
+
+def task_architecture(kind: str) -> str | None:
+    """The transformers class of a litebert head kind (None: transformers has none, e.g. the bi-encoder)."""
+    return _TASK_CLASSES[kind].architecture if kind in _TASK_CLASSES else None
+
+
+def task_config_fields(kind: str, labels: list[str] | None, outputs: int) -> dict[str, Any]:
+    """config.json's task fields for a head of `kind` with `outputs` units: num_labels, problem_type, and the
+    labels as id2label / label2id, as transformers' task classes (and the ONNX runtimes that follow them) read."""
+    fields: dict[str, Any] = {}
     if kind != "choice":  # the choice class has one unit whatever num_labels says
         fields["num_labels"] = outputs
     if kind == "sequence":
@@ -196,8 +211,7 @@ def export_finetuned(src: Path, dst_dir: str | Path) -> Path:
     if labels and kind in ("sequence", "token"):
         fields["id2label"] = {str(i): str(label) for i, label in enumerate(labels)}
         fields["label2id"] = {str(label): i for i, label in enumerate(labels)}
-    tensors = {f"{task.linear}.{k.removeprefix('out.')}": v for k, v in head.items() if k.startswith("out.")}
-    return save_hf(model, dst_dir, tokenizer_dir=src, task=dataclasses.replace(task, head=tensors, fields=fields))
+    return fields
 
 
 def check_distinct(src_dir: str | Path, dst_dir: str | Path) -> None:
