@@ -88,3 +88,43 @@ def test_what_is_not_a_model_or_an_empty_destination_is_refused_before_writing(m
     with pytest.raises(ValueError, match="opset 9: litebert's graphs need opset 14 or newer"):
         export_onnx(model_dir, tmp_path / "b2", opset=9)
     assert not (tmp_path / "b2").exists()
+
+
+def _matrices(path: Path) -> dict[str, tuple[int, int]]:
+    """The 2-D initializers of a graph file by element type: {name: (onnx data type, elements)}."""
+    graph = onnx.load(path).graph
+    return {i.name: (i.data_type, int(np.prod(i.dims))) for i in graph.initializer if len(i.dims) == 2}
+
+
+def test_int8_quantises_each_shared_matrix_once_and_keeps_no_fp32_copy(ft_cfg, tmp_path):
+    data = str(FIXTURES / "tasks" / "sst2.tsv")
+    finetune(ft_cfg(tmp_path / "run", task="classification", train=data, dev=data, max_steps=1))
+    out = export_onnx(tmp_path / "run" / "best", tmp_path / "bundle", int8=True)
+    fp32, int8 = _matrices(out / "onnx" / "model.onnx"), _matrices(out / "onnx" / "model_quantized.onnx")
+    big = {name for name, (_, n) in fp32.items() if n >= 4096}  # the word, position and layer matrices, the pooler
+    assert len(big) >= 6
+    assert [name for name, (kind, n) in int8.items() if kind == onnx.TensorProto.FLOAT and n >= 4096] == []
+    quantised = {name: n for name, (kind, n) in int8.items() if kind == onnx.TensorProto.INT8}
+    assert sorted(quantised.values()) == sorted(fp32[name][1] for name in big)  # each once, none per layer
+    session, ft = onnx_session(out / "onnx" / "model_quantized.onnx"), load_finetuned(tmp_path / "run" / "best")
+    for _, batch in batches(ft.tokenizer):
+        (logits,) = run(session, batch)
+        with torch.no_grad():
+            expected = ft.model(batch)["logits"].numpy()
+        assert logits.shape == expected.shape and np.abs(logits - expected).max() < 0.1 * np.abs(expected).max() + 1e-3
+
+
+@pytest.mark.slow
+def test_albert_base_bundles_are_at_most_105_and_35_percent_of_its_safetensors(tmp_path):
+    import litebert
+
+    torch.manual_seed(0)
+    litebert.save(litebert.AlbertForPretraining(litebert.preset("albert-base")), tmp_path / "base")
+    from litebert.export.graph import Exported, to_onnx
+    from litebert.export.quantize import quantize
+
+    model = litebert.load(tmp_path / "base")
+    fp32 = to_onnx(Exported(model.albert, None, "backbone"), model.config.vocab_size)
+    int8 = quantize(fp32).model_bytes
+    size = (tmp_path / "base" / "model.safetensors").stat().st_size
+    assert len(fp32) <= 1.05 * size and len(int8) <= 0.35 * size, (size, len(fp32), len(int8))
