@@ -36,9 +36,9 @@ import litebert
 from litebert.data.collate import PretrainingBatches
 from litebert.data.shards import built_seq_length, read_manifest
 from litebert.train import TrainConfig, pretrain
-from litebert.train.loop import prepare_batch
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
 from litebert.train.precision import autocast, resolve_precision
+from litebert.train.pretrain import prepare_batch
 from litebert.train.synthetic import SyntheticBatches
 
 

@@ -43,10 +43,10 @@ import litebert  # noqa: E402
 from litebert import hf  # noqa: E402
 from litebert.model.allocator import keep_freed_memory  # noqa: E402
 from litebert.model.padding import find_real_tokens  # noqa: E402
-from litebert.train.loop import prepare_batch  # noqa: E402
 from litebert.train.metrics import peak_flops, train_flops_per_sequence  # noqa: E402
 from litebert.train.optim import Lamb  # noqa: E402
 from litebert.train.precision import native_bf16  # noqa: E402
+from litebert.train.pretrain import prepare_batch  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # --data replaces it
 

@@ -103,6 +103,41 @@ def test_resume_auto_starts_continues_finishes_and_refuses_another_job(
     assert "no record of its job (job.json" in capsys.readouterr().err
 
 
+def _count_hashes(monkeypatch: pytest.MonkeyPatch) -> dict[Path, int]:
+    """How often each file was hashed against a checkpoint's marker."""
+    from litebert.train import checkpoint
+
+    counts: dict[Path, int] = {}
+    real = checkpoint._sha256
+
+    def counted(path: Path) -> str:
+        counts[path] = counts.get(path, 0) + 1
+        return real(path)
+
+    monkeypatch.setattr(checkpoint, "_sha256", counted)
+    return counts
+
+
+def test_resume_auto_hashes_the_checkpoint_it_continues_once(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut = tmp_path / "cut"
+    _interrupt_at_batch(monkeypatch, 3)  # after the step-2 checkpoint
+    assert main(_command(tmp_path, data_dir, cut)) == 130
+    monkeypatch.undo()
+    resumed = cut / "checkpoints" / "step_00000002"
+    counts = _count_hashes(monkeypatch)
+    assert main(_command(tmp_path, data_dir, cut)) == 0  # planned, checked, loaded and continued
+    read = {p: n for p, n in counts.items() if resumed in p.parents}
+    assert (resumed / "trainer.pt") in read and (resumed / "model.safetensors") in read
+    assert set(read.values()) == {1}, read
+    counts.clear()
+    with pytest.warns(UserWarning, match="the job is finished"):
+        assert main(_command(tmp_path, data_dir, cut)) == 0
+    newest = cut / "checkpoints" / "step_00000004"
+    assert {n for p, n in counts.items() if newest in p.parents} == {1}
+
+
 def test_fit_threads_caps_unless_chosen_and_then_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     before = torch.get_num_threads()
     cpu = torch.device("cpu")

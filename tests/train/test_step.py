@@ -16,9 +16,9 @@ from tiny import T, V, model_config
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import litebert
-from litebert.train import TrainConfig, dist, engine, pretrain
+from litebert.train import TrainConfig, dist, loop, pretrain
+from litebert.train.loop import Objective, build_train_state, optimizer_step, read
 from litebert.train.prefetch import Prefetcher
-from litebert.train.step import Objective, build_trainer, optimizer_step, read
 from litebert.train.synthetic import SyntheticBatches
 
 
@@ -57,14 +57,14 @@ def test_steps_between_log_steps_never_read_the_device(tmp_path: Path, monkeypat
     with LocalScalarReads() as probe:
         float(torch.ones(1).sum())  # the probe sees a read
     assert probe.count == 1
-    reads, steps, real = LocalScalarReads(), [0], engine.optimizer_step
+    reads, steps, real = LocalScalarReads(), [0], loop.optimizer_step
 
     def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         steps[0] += 1
         with reads:
             return real(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "optimizer_step", counted)
+    monkeypatch.setattr(loop, "optimizer_step", counted)
     batches = Padded(vocab_size=V, seq_len=T, batch_size=4)  # dropout on, padding in half the rows
     summary = pretrain(model_config(), train_config(**extra), None, tmp_path / "run", batches=batches)
     assert steps[0] == 10 and reads.count == 0
@@ -73,7 +73,7 @@ def test_steps_between_log_steps_never_read_the_device(tmp_path: Path, monkeypat
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_steps_between_log_steps_never_synchronise(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
-    real, steps = engine.optimizer_step, [0]
+    real, steps = loop.optimizer_step, [0]
 
     def checked(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         steps[0] += 1
@@ -85,7 +85,7 @@ def test_cuda_steps_between_log_steps_never_synchronise(tmp_path: Path, monkeypa
         finally:
             torch.cuda.set_sync_debug_mode("default")
 
-    monkeypatch.setattr(engine, "optimizer_step", checked)
+    monkeypatch.setattr(loop, "optimizer_step", checked)
     for precision in ("bf16", "fp32"):
         batches = Padded(vocab_size=V, seq_len=T, batch_size=4)
         cfg = train_config(device="cuda", precision=precision, max_steps=8, log_every=8)
@@ -107,7 +107,7 @@ def _poisoned_objective() -> Objective:
 def test_a_non_finite_step_and_every_later_one_leave_weights_and_moments_alone() -> None:
     torch.manual_seed(0)
     model = litebert.AlbertForPretraining(model_config(hidden_dropout=0.0, attention_dropout=0.0))
-    tr = build_trainer(model, train_config(), dist.DistEnv(), _poisoned_objective())
+    tr = build_train_state(model, train_config(), dist.DistEnv(), _poisoned_objective())
     source = SyntheticBatches(vocab_size=V, seq_len=T, batch_size=4)
     scales = iter([1.0, float("nan"), 1.0])
     batches = ((b | {"scale": torch.tensor(next(scales))}, np.zeros(1)) for b in source)

@@ -15,7 +15,7 @@ from litebert.data import DataConfig, build
 from litebert.train.checkpoint import load_trainer_state, save_checkpoint
 from litebert.train.inputs import check_data
 from litebert.train.metrics import read_metrics
-from litebert.train.run import RunFiles
+from litebert.train.rundir import RunFiles
 
 
 def test_a_run_config_whose_train_is_not_an_object_is_named(tmp_path, capsys):

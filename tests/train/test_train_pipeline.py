@@ -258,7 +258,7 @@ def test_continue_pretraining_after_add_words_grows_the_model(
     import torch
 
     from litebert.tokenizer import add_words
-    from litebert.train.run import RunFiles
+    from litebert.train.rundir import RunFiles
 
     run = tmp_path / "base"
     args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",

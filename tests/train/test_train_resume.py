@@ -63,7 +63,7 @@ def _same(a: Path, b: Path) -> bool:
 def test_an_extended_run_killed_while_writing_its_model_resumes_to_write_it(
     finished_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from litebert.train import run as run_module
+    from litebert.train import rundir as run_module
 
     run = _copy(finished_run, tmp_path / "run")
     real = run_module._write_model
@@ -156,8 +156,8 @@ def test_flags_that_would_be_ignored_are_refused(
     cases = [
         (["--data", str(data_dir), "--corpus", str(chapters[0])], "'corpus' (--corpus) and 'data_dir' (--data)"),
         (["--config", str(config), "--corpus", str(chapters[0])], "'corpus' (--corpus) and 'data_dir' (--data)"),
-        (["--init-from", str(model_dir), "--data", str(data_dir), "--preset", "albert-base"], "--preset cannot"),
-        (["--init-from", str(model_dir), "--data", str(data_dir), "--preset", "tiny"], "--preset cannot"),
+        (["--init-from", str(model_dir), "--data", str(data_dir), "--preset", "albert-base"], "--preset) cannot"),
+        (["--init-from", str(model_dir), "--data", str(data_dir), "--preset", "tiny"], "('tiny', --preset) cannot"),
     ]
     for flags, message in cases:
         assert main(["pretrain", *flags, "--out", str(out), *FAST]) == 2

@@ -10,6 +10,7 @@ import math
 from litebert.cli.flags import add_config_flags, config_flags, given, option_of
 from litebert.io import read_json
 from litebert.train import PretrainJob
+from litebert.train.job import preset_with_init
 
 _JOB_FLAGS = config_flags(PretrainJob)  # one per field: the job's, its training and its reading settings
 
@@ -74,7 +75,7 @@ def job_from_args(args: argparse.Namespace) -> tuple[PretrainJob, dict]:
         raise ValueError(f"{', '.join(corpus_only)} shape the tokenizer and data built from --corpus; with --data "
                          "(or --tokenizer, for --vocab-size) they would do nothing")  # fmt: skip
     if "preset" in values and ("init_from" in values or job.init_from):  # the default preset's name too
-        raise ValueError("--preset cannot be combined with --init-from: the model's own config is used")
+        raise preset_with_init(values["preset"])
     if read:  # the flags given, over the config file's read section
         values["read"] = dataclasses.replace(job.read, **read)
     return dataclasses.replace(job, **values), {**file_train, **train}

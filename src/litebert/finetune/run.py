@@ -4,7 +4,7 @@ N steps, keep the best dev checkpoint); saved.py loads, scores and runs what it 
 The recipe follows the official ALBERT fine-tuning scripts (run_classifier.py / run_squad_v2.py /
 run_race.py and docs/paper.md §7): AdamW with weight decay 0.01 (not on LayerNorm and biases), linear
 warmup then linear decay to 0, gradient clipping at 1.0, the best dev checkpoint reported. It runs on the loop
-pretraining runs on (litebert.train.engine: precision, DDP under torchrun, accumulation, metrics.jsonl,
+pretraining runs on (litebert.train.loop: precision, DDP under torchrun, accumulation, metrics.jsonl,
 resumable checkpoints, SIGTERM), with the task's head and its dev evaluation plugged in. A fine-tuned model
 directory holds the (updated) pretrained model as `litebert.save` writes it, so `litebert.load` reads it, plus
 head.safetensors and finetune.json (task, labels, settings) and the tokenizer files.
@@ -45,14 +45,12 @@ from litebert.model.params import TRAINING_COPIES, check_model_size
 from litebert.model.weights import HEAD_FILE, META_FILE, write_safetensors
 from litebert.tokenizer.tokenizer import Tokenizer
 from litebert.train import dist
-from litebert.train.checkpoint import checkpoint_dir, latest_checkpoint
+from litebert.train.checkpoint import checkpoint_dir, latest_checkpoint, restore_state, save_state
 from litebert.train.config import TrainConfig
-from litebert.train.engine import Hooks, fit
+from litebert.train.loop import Hooks, Objective, TrainState, build_train_state, fit
 from litebert.train.metrics import METRICS_FILE, MetricsLogger
 from litebert.train.precision import check_precision, resolve_precision
 from litebert.train.prefetch import Prefetcher
-from litebert.train.state import restore_state, save_state
-from litebert.train.step import Objective, Trainer, build_trainer
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +181,7 @@ def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta
         model = _model(cfg, base, task, state, ckpt, meta)
         if env.distributed:
             torch.manual_seed(cfg.seed + 7919 * env.rank)  # dropout stream: distinct per rank
-        tr = build_trainer(model, _train_config(cfg, env.device), env, finetune_objective(),
+        tr = build_train_state(model, _train_config(cfg, env.device), env, finetune_objective(),
                            params=lambda wrapped: dist.unwrap(wrapped).trainable(), partial=True)  # fmt: skip
         batches = TrainBatches(train, cfg.batch_size, task.pad_values(tok), rng, cfg.group_by_length, rank=env.rank,
                                world_size=env.world_size)  # fmt: skip
@@ -249,7 +247,7 @@ class _Run:
     """One fine-tuning run on the shared loop: its dev evaluation, best/ and checkpoints as the loop's hooks."""
 
     cfg: FinetuneConfig
-    tr: Trainer
+    tr: TrainState
     source: Prefetcher
     task: Task
     state: dict

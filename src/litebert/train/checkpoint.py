@@ -1,12 +1,16 @@
-"""Training checkpoints: one directory per step, written atomically, verified on load, pruned to last k + best.
+"""Training checkpoints: what one holds, one directory per step, written atomically, verified once, pruned to
+the last k + best.
 
 Layout of RUN_DIR/checkpoints/step_00000123/:
   config.json, model.safetensors (+ tokenizer files)  written by the caller (litebert.save): a loadable model
-  trainer.pt     optimizer, schedule step, RNG states, data position (torch.load(weights_only=True))
+  trainer.pt     the step, optimizer and scaler, RNG states and data positions of every rank, the world size,
+                 and what the run adds (torch.load(weights_only=True))
   complete.json  written last: step, eval metric and the sha256 of every other file
 
 A directory is first written as `.tmp-step_...`, fsynced, then renamed: a run killed at any moment leaves
 either a complete checkpoint or a temporary directory that is ignored (and removed by the next save).
+A checkpoint is hashed once: `newest_checkpoint` verifies it and returns a `Checkpoint`, which a resume then
+reads without hashing it again.
 """
 
 from __future__ import annotations
@@ -17,17 +21,32 @@ import os
 import shutil
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from litebert.io import naming_full_disk
+from litebert.train import dist
 
 MARKER = "complete.json"
 TRAINER_STATE = "trainer.pt"
 PREFIX = "step_"
 TMP_PREFIX = ".tmp-"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint directory verified against its completion marker (`verified`, `newest_checkpoint`)."""
+
+    path: Path
+    marker: dict[str, Any]
+
+    @property
+    def step(self) -> int:
+        return int(self.marker["step"])
 
 
 def checkpoint_dir(run_dir: str | Path) -> Path:
@@ -157,6 +176,11 @@ def verify_checkpoint(path: str | Path) -> dict[str, Any]:
     return marker
 
 
+def verified(path: str | Path) -> Checkpoint:
+    """Checkpoint `path`, its every file hashed against its marker; ValueError naming what is missing or corrupt."""
+    return Checkpoint(Path(path), verify_checkpoint(path))
+
+
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
     """Checkpoint directories (complete or not, temporary ones excluded), oldest first."""
     root = checkpoint_dir(run_dir)
@@ -165,16 +189,20 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
 
 
-def latest_checkpoint(run_dir: str | Path) -> Path | None:
+def newest_checkpoint(run_dir: str | Path) -> Checkpoint | None:
     """The newest checkpoint that verifies; corrupt or incomplete ones are skipped with a warning."""
     for path in reversed(list_checkpoints(run_dir)):
         try:
-            verify_checkpoint(path)
+            return verified(path)
         except ValueError as exc:
             _warn_skipped(exc)
-            continue
-        return path
     return None
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The directory of `newest_checkpoint`."""
+    newest = newest_checkpoint(run_dir)
+    return newest.path if newest is not None else None
 
 
 _SKIPPED: set[str] = set()  # what _warn_skipped has said in this process
@@ -238,10 +266,10 @@ def prune(run_dir: str | Path, keep_last: int) -> None:
             shutil.rmtree(path)
 
 
-def load_trainer_state(path: str | Path) -> dict[str, Any]:
-    """The trainer state of a verified checkpoint (safe load: tensors and plain containers only)."""
-    path = Path(path)
-    verify_checkpoint(path)
+def load_trainer_state(checkpoint: str | Path | Checkpoint) -> dict[str, Any]:
+    """The trainer state of a checkpoint, verified first unless it is a `Checkpoint` already (safe load: tensors
+    and plain containers only)."""
+    path = (checkpoint if isinstance(checkpoint, Checkpoint) else verified(checkpoint)).path
     try:
         return torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch's UnpicklingError suggests weights_only=False: never here
@@ -262,3 +290,56 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# What a resumable checkpoint holds besides the model, for any run (pretraining and fine-tuning alike).
+def save_state(
+    run_dir: Path, step: int, *, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, env: dist.DistEnv,
+    write_model: Callable[[Path], None], extra: dict[str, Any], metric: float | None = None, keep_last: int = 3,
+) -> Path | None:  # fmt: skip
+    """Checkpoint `step`: collectives on every rank (call it on all), files from rank 0 only, which returns the
+    checkpoint's directory. `write_model(dir)` writes the run's model files; `extra` goes into trainer.pt."""
+    opt_state = dist.optimizer_state(model, optimizer)
+    rngs = dist.gather_objects(rng_state(), env)
+    data = dist.gather_objects(batches.state_dict(), env)
+    if not env.is_main:
+        return None
+    trainer_state = {
+        "step": step, "optimizer": opt_state, "scaler": scaler.state_dict() if scaler else {}, "rng": rngs,
+        "data": data, "world_size": env.world_size, **extra,
+    }  # fmt: skip
+    return save_checkpoint(run_dir, step, trainer_state=trainer_state, metric=metric, keep_last=keep_last,
+                           write_model=write_model)  # fmt: skip
+
+
+def restore_state(
+    checkpoint: Path | Checkpoint, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, env: dist.DistEnv
+) -> dict[str, Any]:
+    """Load the optimizer, scaler, this rank's RNG and data position of `checkpoint` (verified first when given as a
+    path); returns its trainer state (the step, and what the run saved in `extra`)."""
+    state = load_trainer_state(checkpoint)
+    path = checkpoint.path if isinstance(checkpoint, Checkpoint) else Path(checkpoint)
+    check_world_size(path, int(state["world_size"]), env.world_size)
+    dist.load_optimizer_state(model, optimizer, state["optimizer"])
+    if scaler is not None and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
+    set_rng_state(state["rng"][env.rank])
+    batches.load_state_dict(state["data"][env.rank])
+    return state
+
+
+def saved_world_size(path: Path) -> int:
+    """The number of processes that saved checkpoint `path` (its trainer state, mapped rather than read)."""
+    state = torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True, mmap=True)
+    return int(state["world_size"])
+
+
+def check_world_size(path: Path, saved: int, world_size: int) -> None:
+    """Exact resume restores every rank's data position and random state: the same number of ranks, or none.
+    (Fewer ranks with gradient accumulation would see the same global batches, but not the same dropout draws
+    or per-rank loss averages: another run, which a new run from the weights starts honestly.)"""
+    if saved != world_size:
+        raise ValueError(f"{path}: saved by {saved} process(es), continued by {world_size}; exact resume needs the "
+                         f"same world size (each rank's data position and random state are saved): start it on "
+                         f"{saved} (torchrun --nnodes x --nproc-per-node = {saved}, a fixed --nnodes rather than a "
+                         f"range), or start a new run from its weights with --init-from {path}")  # fmt: skip

@@ -1,6 +1,6 @@
-"""What a pretraining run reads must fit together: the data with the model and tokenizer, the same data on
-resume (its identity, recorded in run_config.json), and a --tokenizer that extends an --init-from model's own
-(old ids keep their pieces)."""
+"""What a pretraining run reads must fit together: the data with the model and tokenizer, the data's identity
+(the same data on resume), and a --tokenizer that extends an --init-from model's own (old ids keep their
+pieces)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from litebert.data.shards import built_seq_length, check_tokenizer, read_manifes
 from litebert.model.config import ModelConfig
 from litebert.tokenizer.tokenizer import MODEL_FILE as SPIECE
 from litebert.tokenizer.tokenizer import Tokenizer
-
-RUN_CONFIG = "run_config.json"
 
 
 def check_data(data_dir: Path, mcfg: ModelConfig, tokenizer_dir: Path | None) -> None:
@@ -40,22 +38,6 @@ def data_identity(data_dir: Path) -> str:
     copied, moved or rebuilt from the same text, different for data built from other text or settings."""
     built = {k: v for k, v in read_manifest(data_dir).items() if k != "corpus"}
     return hashlib.sha256(json.dumps(built, sort_keys=True).encode()).hexdigest()
-
-
-def check_same_data(run_dir: Path, data_dir: Path) -> None:
-    """A resumed run continues at a position in its own data; other data would be read from the wrong place."""
-    try:
-        recorded = json.loads((run_dir / RUN_CONFIG).read_text()).get("data_identity")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
-    found = data_identity(data_dir)
-    if recorded is not None and found != recorded:  # None: a run from before it was recorded
-        raise ValueError(
-            f"{data_dir.resolve() / 'manifest.json'}: not the data this run started with ({run_dir / RUN_CONFIG} "
-            f"records data identity {recorded[:12]}..., this data has {found[:12]}...: the sha256 of what its "
-            "manifest says was built, corpus paths aside); resume with the run's "
-            "own data (--data DIR where it was moved), or start a new run with --init-from RUN_DIR/model"
-        )
 
 
 def check_init_tokenizer(tok: Path, init: Path) -> None:

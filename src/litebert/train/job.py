@@ -20,20 +20,29 @@ from litebert.data.config import DataConfig
 from litebert.data.shards import built_seq_length, read_manifest
 from litebert.hf.directory import load_config
 from litebert.hf.tokenizer import write_hf_tokenizer_files
-from litebert.io import check_dir_path, check_types, from_dict, read_json
+from litebert.io import check_types, from_dict, read_json
 from litebert.model.config import PRESETS, ModelConfig, preset
 from litebert.text.read import ReadConfig
 from litebert.tokenizer.tokenizer import Tokenizer
 from litebert.tokenizer.train import TokenizerTrainConfig, train_tokenizer
 from litebert.train import dist
-from litebert.train.checkpoint import latest_checkpoint, list_checkpoints, verify_checkpoint
+from litebert.train.checkpoint import list_checkpoints
 from litebert.train.config import TrainConfig
-from litebert.train.inputs import data_identity
-from litebert.train.loop import TrainSummary, pretrain
+from litebert.train.inputs import check_init_tokenizer, data_identity
 from litebert.train.metrics import plot_run
 from litebert.train.precision import check_precision
-from litebert.train.restart import JOB_FILE, check_fits, differences, resume_plan, write_job_record
-from litebert.train.run import EVAL_FILE, RUN_CONFIG, RunFiles, check_init_tokenizer, finished_at, run_started
+from litebert.train.pretrain import TrainSummary, pretrain
+from litebert.train.rundir import (
+    EVAL_FILE,
+    JOB_FILE,
+    RUN_CONFIG,
+    RunFiles,
+    RunPlan,
+    check_fits,
+    lock_for_resume,
+    plan_run,
+    write_job_record,
+)
 
 PACKAGED_CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "moby-dick"  # the chapters, not the README
 
@@ -104,8 +113,7 @@ class PretrainJob:
             raise ValueError("PretrainJob: 'corpus' (--corpus) and 'data_dir' (--data) both given; data_dir is data "
                              "built already, so the corpus would be ignored: give one of them")  # fmt: skip
         if self.init_from is not None and self.preset != DEFAULT_PRESET:
-            raise ValueError(f"PretrainJob: 'preset' ({self.preset!r}, --preset) cannot be combined with 'init_from' "
-                             "(--init-from): the model's own config is used")  # fmt: skip
+            raise preset_with_init(self.preset)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> PretrainJob:
@@ -126,6 +134,12 @@ class PretrainJob:
     @classmethod
     def from_json(cls, path: str | Path) -> PretrainJob:
         return cls.from_dict(read_json(path), source=str(path))
+
+
+def preset_with_init(preset: str) -> ValueError:
+    """The refusal of a preset named beside init_from (by the job, or by the command line for the default's name)."""
+    return ValueError(f"PretrainJob: 'preset' ({preset!r}, --preset) cannot be combined with 'init_from' "
+                      "(--init-from): the model's own config is used")  # fmt: skip
 
 
 def _section(data: dict, key: str, source: str) -> dict:
@@ -151,7 +165,7 @@ def run_job(
     with its own saved train config, `train_overrides` (e.g. a larger max_steps) on top; `job.train` is
     ignored. "auto" starts the job, or continues it from its newest complete checkpoint when `out_dir` holds
     the same job (settings that contradict it are refused, named), or leaves a finished one as it is: the one
-    command a cluster runs again after every interruption (restart.py).
+    command a cluster runs again after every interruption (rundir.py).
     """
     if resume not in (False, True, "auto"):
         raise ValueError(f"resume must be False, True or 'auto', got {resume!r}")
@@ -164,9 +178,13 @@ def run_job(
             if not env.is_main:  # every rank reads the same run and data: rank 0 alone reports what it finds
                 warnings.simplefilter("ignore")
             if resume:
-                _lock_for_resume(out, env)
+                lock_for_resume(out, env)
             # rank 0 decides for all: ranks that part ways (one refusing, one training) hang in a collective
-            plan = dist.main_decides(lambda: _plan(job, out, resume, overrides, env), env)
+            plan = dist.main_decides(
+                lambda: plan_run(out, resume, job=job_to_dict(job), model_fields=_model_overrides(job),
+                                 data_dir=job.data_dir, overrides=overrides, env=env),
+                env,
+            )  # fmt: skip
             summary = _run_plan(plan, job, out, env)
         if env.is_main and plan.kind != "finished":
             _plots(out)
@@ -176,48 +194,7 @@ def run_job(
         dist.teardown(env)
 
 
-@dataclass
-class _Plan:
-    """What rank 0 decided: start the job, continue it (with this model, settings and data), or nothing."""
-
-    kind: str  # "fresh", "resume" or "finished"
-    model_config: ModelConfig | None = None
-    train: TrainConfig | None = None
-    data_dir: str | None = None
-    step: int = 0
-
-
-def _plan(job: PretrainJob, out: Path, resume: bool | str, overrides: dict[str, Any], env: dist.DistEnv) -> _Plan:
-    """Every check before anything is written, on rank 0."""
-    check_dir_path(out, "--out names the run directory")  # before preparing data into it
-    if resume is not True:
-        if not run_started(out):
-            return _Plan("fresh")
-        if not resume:
-            raise ValueError(f"{out} already holds a run; pass --resume to continue it (--resume auto starts or "
-                             "continues it) or choose another --out (nothing was overwritten)")  # fmt: skip
-        wrong = differences(job_to_dict(job), out, env.device)
-        if wrong:
-            raise ValueError(f"{out} holds another job than this command's: {'; '.join(wrong)}. Run the job's own "
-                             f"command ({out / JOB_FILE} is its --config), continue it with changed settings with "
-                             "--resume, or choose another --out (nothing was overwritten)")  # fmt: skip
-        step = _finished_step(out)
-        if step is not None:
-            return _Plan("finished", step=step)
-        overrides = job.train.to_dict()  # the run's own settings, but for how often it logs, evaluates, saves
-    model_config, train, data_dir = resume_plan(out, _model_overrides(job), job.data_dir, overrides, env)
-    return _Plan("resume", model_config=model_config, train=train, data_dir=data_dir)
-
-
-def _finished_step(out: Path) -> int | None:
-    """The step of a run whose final model and eval.json are those of its newest checkpoint at max_steps."""
-    ckpt = latest_checkpoint(out)
-    step = int(verify_checkpoint(ckpt)["step"])
-    max_steps = int(read_json(out / RUN_CONFIG)["train"]["max_steps"])
-    return step if step >= max_steps and finished_at(out, ckpt, step) else None
-
-
-def _run_plan(plan: _Plan, job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
+def _run_plan(plan: RunPlan, job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:
     if plan.kind == "fresh":
         return _fresh(job, out, env)
     if plan.kind == "finished":
@@ -227,13 +204,7 @@ def _run_plan(plan: _Plan, job: PretrainJob, out: Path, env: dist.DistEnv) -> Tr
         model_dir = out / "model" if env.is_main else None  # what the training rank 0 returns
         return TrainSummary(run_dir=out, steps=plan.step, start_step=plan.step, eval=evaluation, model_dir=model_dir)
     _check_inputs_everywhere(plan.data_dir, out, env)
-    return pretrain(plan.model_config, plan.train, plan.data_dir, out, resume=True)
-
-
-def _lock_for_resume(out: Path, env: dist.DistEnv) -> None:
-    """Rank 0 takes RUN_DIR's lock before a resume looks at the run (workers of a killed torchrun may still be
-    finishing it); a refusal is raised on every rank."""
-    dist.main_decides(lambda: RunFiles(run_dir=out).lock_dir() if out.is_dir() else None, env)
+    return pretrain(plan.model_config, plan.train, plan.data_dir, out, resume=plan.checkpoint)
 
 
 def _fresh(job: PretrainJob, out: Path, env: dist.DistEnv) -> TrainSummary:

@@ -1,318 +1,332 @@
-"""Pretraining: `pretrain(model_config, train_config, data_dir, out_dir) -> TrainSummary`.
+"""The training loop pretraining and fine-tuning share: one optimizer step of any objective, the steps, log
+records, the run's evaluation and checkpoint hooks, and SIGTERM / Ctrl-C.
 
-The masked-LM + SOP objective, the held-out evaluation and the run directory's checkpoints, plugged into the
-shared loop (engine.py: precision, DDP / FSDP, accumulation, clipping, schedule, metrics, signals). Everything the
-next step depends on (weights, optimizer moments, step, RNG states of every rank, data position of every rank)
-goes into the checkpoint, so a resumed run reproduces an uninterrupted one bit for bit on the same hardware.
+A step runs `grad_accum` micro-batches (DDP communicates on the last one only), clips the global gradient norm,
+and applies the optimizer at the scheduled learning rate. What it learns about itself (the loss, the objective's
+statistics, the gradient norm) stays on the device until the loop reads a whole log interval at once. The guard
+against a NaN or inf gradient is exact and still never read back: a device flag, "healthy", is cleared by the
+first step whose loss or gradient norm is not finite and then withholds every update (the optimizer skips it as
+torch's GradScaler skips an overflowed step, through `found_inf`).
+
+Between two "host points" the loop never waits for the device: batches are built ahead (prefetch.py). A host
+point is a step that logs, evaluates, saves or stops: there the loop reads the pending steps at once, stops with
+NonFiniteLossError at the first step whose loss or gradient norm was not finite (its update, and every later
+one, was withheld on the device), writes the train record, and calls the run's hooks. A run plugs in its
+model's objective (Objective), its evaluation and its checkpoint (Hooks).
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
+import math
 import time
-import warnings
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
-from litebert.data.collate import PretrainingBatches
-from litebert.data.shards import read_manifest
-from litebert.model.config import ModelConfig
-from litebert.model.heads import IGNORE
-from litebert.model.padding import find_real_tokens
 from litebert.train import dist
 from litebert.train.config import TrainConfig
-from litebert.train.engine import Hooks, NonFiniteLossError, fit
-from litebert.train.evaluate import evaluate
-from litebert.train.metrics import MetricsLogger, read_metrics, train_flops_per_sequence
-from litebert.train.precision import resolve_precision
+from litebert.train.interrupt import Signals, StepVote, TrainingInterrupted
+from litebert.train.metrics import MetricsLogger, peak_flops
+from litebert.train.optim import build_optimizer, lr_schedule, set_lr
+from litebert.train.precision import autocast
 from litebert.train.prefetch import Prefetcher
-from litebert.train.run import RunFiles, open_run, save_training_state
-from litebert.train.step import Objective, Trainer, build_trainer
+
+
+@dataclass(kw_only=True)
+class Objective:
+    """What a run trains, plugged into the loop.
+
+    loss(model, batch) -> (loss, statistics): the micro-batch's loss and a 1-D tensor of statistics kept on the
+        device (e.g. correct predictions), summed over micro-batches and ranks.
+    prepare(batch) -> (batch, statistics): host-side work on the CPU batch, run ahead on the batch thread; its
+        numpy statistics (e.g. real tokens, labelled pairs) are summed over micro-batches and ranks at once, so a
+        decision that depends on the global batch costs no device read.
+    row(loss, device, host, grad_norm, lr) -> dict: one step's record values once read back (plain floats).
+    averaged: the keys of `row` a log record averages over its steps.
+    flops(rows) -> model FLOPs of those steps (None: no MFU).
+    before_update(model, host): called between clipping and the update with the step's global host statistics.
+    """
+
+    loss: Callable[[nn.Module, dict], tuple[torch.Tensor, torch.Tensor]]
+    prepare: Callable[[dict], tuple[dict, np.ndarray]]
+    row: Callable[[float, list[float], np.ndarray, float, float], dict[str, float]]
+    averaged: tuple[str, ...] = ("loss", "grad_norm")
+    flops: Callable[[list[dict[str, float]]], float | None] = lambda rows: None
+    before_update: Callable[[nn.Module, np.ndarray], None] | None = None
 
 
 @dataclass
-class TrainSummary:
-    run_dir: Path
-    steps: int  # optimizer steps completed in total
-    start_step: int  # where this call started (0, or the resumed checkpoint's step)
-    losses: list[float] = field(default_factory=list)  # one per step run by this call
-    eval: dict[str, float] = field(default_factory=dict)  # the last held-out evaluation
-    model_dir: Path | None = None
-    checkpoint: Path | None = None
-    elapsed_s: float = 0.0
-    model: nn.Module | None = field(default=None, repr=False)  # the trained model (unwrapped)
+class TrainState:
+    """What every step works on: the model, its optimizer and scaler, where it runs, its settings and objective."""
 
-    @property
-    def final_loss(self) -> float:
-        return self.losses[-1] if self.losses else float("nan")
+    model: nn.Module  # wrapped (DDP / FSDP) or plain
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler | None
+    env: dist.DistEnv
+    cfg: TrainConfig
+    objective: Objective
+    healthy: torch.Tensor = field(init=False)  # 1.0 until a step's loss or gradient norm was not finite
+
+    def __post_init__(self) -> None:
+        self.healthy = torch.ones((), device=self.env.device)
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return autocast(self.cfg.precision, self.env.device)
 
 
-def pretrain(
-    model_config: ModelConfig,
-    train_config: TrainConfig,
-    data_dir: str | Path | None,
-    out_dir: str | Path,
+@dataclass
+class Pending:
+    """A step's values as the device holds them, until the loop reads a log interval's worth at once."""
+
+    step: int  # the step's number, 1-based (the step count after it)
+    lr: float
+    device: torch.Tensor  # (1 + k,) float64: loss summed over micro-batches, then the objective's statistics
+    grad_norm: torch.Tensor  # 0-dim
+    host: np.ndarray  # the objective's host statistics, summed over micro-batches and ranks
+
+
+def build_train_state(
+    model: nn.Module,
+    cfg: TrainConfig,
+    env: dist.DistEnv,
+    objective: Objective,
     *,
-    batches: Any = None,
-    eval_batches: Callable[[], Iterable] | None = None,
-    resume: bool = False,
-    init_from: str | Path | None = None,
-    tokenizer_dir: str | Path | None = None,
-) -> TrainSummary:
-    """Pretrain (or continue) a model and return what happened.
-
-    Data comes from `data_dir` (built by `litebert data build`) unless `batches` is given: any iterable of
-    batch dicts with `state_dict()` / `load_state_dict()` (global micro-batch `train_config.batch_size`, this
-    rank's share). `eval_batches()` returns a fresh finite held-out pass. `resume` continues the newest
-    complete checkpoint in `out_dir`; `init_from` starts from a litebert or transformers ALBERT directory.
-    """
-    previous = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-    if train_config.deterministic:
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    try:
-        return _pretrain_in(model_config, train_config, data_dir, out_dir, batches, eval_batches, resume, init_from,
-                            tokenizer_dir)  # fmt: skip
-    finally:
-        torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])  # the caller's setting again
-
-
-def _pretrain_in(
-    model_config: ModelConfig, train_config: TrainConfig, data_dir: Any, out_dir: Any, batches: Any,
-    eval_batches: Any, resume: bool, init_from: Any, tokenizer_dir: Any,
-) -> TrainSummary:  # fmt: skip
-    env = dist.setup(train_config.device)
-    # "auto" is settled before the run config is saved, so a resume elsewhere keeps the run's own arithmetic.
-    train_config = replace(train_config, precision=resolve_precision(train_config.precision, env.device))
-    if train_config.batch_size % env.world_size:
-        raise ValueError(
-            f"TrainConfig.batch_size ({train_config.batch_size}) must be divisible by the world size "
-            f"({env.world_size}): it is the global micro-batch"
-        )
-    run = None
-    try:  # the run seeds torch's generators; the caller's random streams go on as they were
-        with torch.random.fork_rng(devices=[env.device] if env.device.type == "cuda" else []):
-            run = open_run(
-                model_config, train_config, out_dir, env,
-                data_dir=data_dir, resume=resume, init_from=init_from, tokenizer_dir=tokenizer_dir,
-            )  # fmt: skip
-            if batches is None:
-                batches, eval_batches = _data_batches(data_dir, train_config, env)
-            return _train(run, model_config, train_config, env, batches, eval_batches)
-    finally:
-        if run is not None:
-            run.unlock()
-        dist.teardown(env)
-
-
-def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistEnv) -> tuple[Any, Callable]:
-    if data_dir is None:
-        raise ValueError("pretrain needs a data directory (litebert data build) or a batch source")
-
-    def source(split: str) -> Any:
-        # PretrainingBatches takes the per-rank batch; TrainConfig.batch_size is the global micro-batch.
-        return PretrainingBatches(
-            data_dir, batch_size=cfg.batch_size // env.world_size, split=split, seed=cfg.seed, rank=env.rank,
-            world_size=env.world_size,
-        )  # fmt: skip
-
-    splits = read_manifest(data_dir)["splits"]
-    examples = sum(splits["train"]["shard_examples"])
-    if cfg.batch_size > examples:
-        raise ValueError(
-            f"{data_dir}: --batch-size {cfg.batch_size} exceeds the {examples:,} training examples it holds; lower "
-            "--batch-size (--grad-accum keeps the effective batch) or build more data"
-        )
-    train = source("train")
-    if not sum(splits["eval"]["shard_examples"]):
-        if env.is_main:
-            warnings.warn(
-                f"{data_dir}: the held-out ('eval') split holds no examples, so this run trains without held-out "
-                "evaluation (to have it, rebuild the data from more documents or with a larger eval fraction: "
-                "`data build --eval-fraction`, or data.eval_fraction in a pretrain --config file)",
-                stacklevel=2,
-            )
-        return train, None
-    return train, lambda: source("eval")
-
-
-def _train(
-    run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv, batches: Any, eval_batches: Any
-) -> TrainSummary:
-    _check_eval_shares(eval_batches, cfg, env)
-    model = run.initial_model(mcfg, seed=cfg.seed)  # same weights on every rank (FSDP does not broadcast)
-    model.albert.encoder.gradient_checkpointing = cfg.grad_checkpointing
-    blocks = None
-    if mcfg.sharing == "none":  # each block used once: shard it on its own
-        blocks = [*model.albert.encoder.attentions, *model.albert.encoder.ffns]
-    tr = build_trainer(model, cfg, env, pretraining_objective(mcfg), shard_blocks=blocks)
-    source = Prefetcher(batches, env.device, prepare_batch)
-    step, carried = 0, []
-    torch.manual_seed(cfg.seed + 7919 * env.rank)  # dropout stream: distinct per rank
-    if run.resume_from is not None:
-        step, carried = run.restore(tr.model, tr.optimizer, tr.scaler, source, env)
-    summary = TrainSummary(run_dir=run.run_dir, steps=step, start_step=step)
-    logger = MetricsLogger(run.run_dir, enabled=env.is_main, tensorboard=cfg.tensorboard)
-    logger.truncate_after(step)
-    if step >= cfg.max_steps:  # killed after its last checkpoint, before its model: only the model is left to write
-        # every rank evaluates (a collective under FSDP); the record is logged unless the run logged it already
-        done = any(r.get("split") == "eval" and r.get("step") == step for r in read_metrics(run.run_dir))
-        quiet = MetricsLogger(run.run_dir, enabled=False)
-        summary.eval = _eval(tr, mcfg, eval_batches, step, quiet if done else logger)
-    progress, t0 = _progress(cfg, env, step), time.perf_counter()
-    try:
-        fitted = fit(tr, source, _hooks(run, tr, mcfg, source, eval_batches, logger, summary), logger, step=step,
-                     carried=carried, progress=progress, what="pretraining")  # fmt: skip
-    finally:
-        if progress is not None:
-            progress.close()
-        logger.close()
-    summary.steps, summary.losses = fitted.step, fitted.losses
-    summary.checkpoint = fitted.checkpoint or summary.checkpoint
-    summary.model_dir = run.write_final(tr.model, summary.eval or {"step": fitted.step}, env)
-    summary.elapsed_s = time.perf_counter() - t0
-    summary.model = dist.unwrap(tr.model).eval()  # trained: ready for inference, as litebert.load returns it
-    return summary
-
-
-def _hooks(
-    run: RunFiles, tr: Trainer, mcfg: ModelConfig, source: Prefetcher, eval_batches: Any, logger: MetricsLogger,
-    summary: TrainSummary,
-) -> Hooks:  # fmt: skip
-    cfg = tr.cfg
-
-    def evaluate_at(step: int, rows: list) -> None:
-        summary.eval = _eval(tr, mcfg, eval_batches, step, logger)
-
-    def save(step: int, rows: list) -> Path | None:
-        metric = summary.eval.get("eval_loss") if summary.eval.get("step") == step else None
-        return save_training_state(run, tr.model, tr.optimizer, tr.scaler, source, step, metric, tr.env, rows)
-
-    return Hooks(
-        save=save, save_due=lambda step: step % cfg.save_every == 0 or step == cfg.max_steps,
-        evaluate=evaluate_at, eval_due=lambda step: step % cfg.eval_every == 0 or step == cfg.max_steps,
-        last_checkpoint=run.last_checkpoint,
+    params: Callable[[nn.Module], nn.Module] = lambda wrapped: wrapped,
+    shard_blocks: list | None = None,
+    partial: bool = False,
+) -> TrainState:
+    """Move, compile and wrap `model` (DDP / FSDP under torchrun), and build its optimizer over `params(wrapped)`."""
+    model.to(env.device)
+    if cfg.compile:
+        model.compile()  # in place: parameter names (checkpoints) are unchanged
+    wrapped = dist.wrap_model(model, env, cfg.parallel, shard_blocks=shard_blocks, partial=partial)
+    optimizer = build_optimizer(
+        params(wrapped), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay,
+        betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
     )  # fmt: skip
+    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
+    return TrainState(wrapped, optimizer, scaler, env, cfg, objective)
 
 
-# Host statistics of a pretraining batch, summed over micro-batches and ranks (prepare_batch).
-SEQUENCES, TOKENS, MASKED, PAIRS = range(4)
+def optimizer_step(
+    tr: TrainState, batches: Iterator[tuple[dict, np.ndarray]], step: int, vote: Callable
+) -> tuple[Pending, int]:
+    """Optimizer step `step` (0-based); returns its pending values and the signal every rank stops for (or 0)."""
+    cfg = tr.cfg
+    lr = lr_schedule(
+        step, peak_lr=cfg.lr, warmup_steps=cfg.resolved_warmup_steps, total_steps=cfg.max_steps,
+        power=cfg.lr_decay_power, end_lr=cfg.end_lr,
+    )  # fmt: skip
+    set_lr(tr.optimizer, lr)
+    tr.model.train()
+    totals, host = None, 0.0
+    for micro in range(cfg.grad_accum):
+        try:
+            batch, stats = next(batches)
+        except StopIteration:
+            raise ValueError("the training batch source ran out (it must loop over epochs)") from None
+        with dist.no_sync(tr.model, micro < cfg.grad_accum - 1), tr.autocast():
+            loss, values = tr.objective.loss(tr.model, batch)
+            loss = loss / cfg.grad_accum
+        (tr.scaler.scale(loss) if tr.scaler else loss).backward()
+        values = torch.cat([loss.detach().double().reshape(1), values.double()])
+        totals = values if totals is None else totals + values
+        host = host + stats
+    stop, host = vote(np.asarray(host, dtype=np.float64))
+    grad_norm = _clip(tr)
+    _update(tr, totals[0], grad_norm, host)
+    tr.optimizer.zero_grad(set_to_none=True)
+    return Pending(step + 1, lr, totals, grad_norm, host), stop
 
 
-def prepare_batch(batch: dict[str, torch.Tensor]) -> tuple[dict[str, Any], np.ndarray]:
-    """Host-side work on a CPU batch, done ahead on the batch thread: where its real tokens are (the model unpads
-    with them without reading the mask back; a mask of real tokens only is dropped), and its counts: sequences,
-    real tokens, masked slots and pair labels."""
-    batch, mask = dict(batch), batch.get("attention_mask")
-    ids, labels = batch["input_ids"], batch["masked_labels"].numpy()
-    tokens = int(mask.numpy().sum()) if mask is not None else ids.numel()
-    real = find_real_tokens(mask) if mask is not None else None
-    if mask is not None and real is None:
-        del batch["attention_mask"]
-    elif real is not None:
-        batch["real_tokens"] = real
-    pairs = batch.get("sentence_order_label")
-    pairs = int((pairs.numpy() != IGNORE).sum()) if pairs is not None else 0
-    return batch, np.array([ids.shape[0], tokens, (labels != IGNORE).sum(), pairs], dtype=np.float64)
+def _clip(tr: TrainState) -> torch.Tensor:
+    if tr.scaler is not None:
+        tr.scaler.unscale_(tr.optimizer)
+    max_norm = tr.cfg.max_grad_norm if tr.cfg.max_grad_norm > 0 else float("inf")
+    grad_norm = torch.nn.utils.clip_grad_norm_(tr.model.parameters(), max_norm)
+    return grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm  # FSDP: a sharded norm
 
 
-def pretraining_objective(mcfg: ModelConfig) -> Objective:
-    """MLM + SOP (or NSP): the loss, correct predictions on the device, and ALBERT's optimizer rule for a step
-    without pair labels."""
-
-    def flops(rows: list[dict[str, float]]) -> float:
-        sequences = sum(r["sequences"] for r in rows)
-        seq_len = sum(r["tokens"] for r in rows) / max(sequences, 1)
-        preds = sum(r["masked"] for r in rows) / max(sequences, 1)
-        return train_flops_per_sequence(mcfg, round(seq_len), round(preds)) * sequences
-
-    def before_update(model: nn.Module, host: np.ndarray) -> None:
-        if not host[PAIRS]:  # no pair label in the whole step (objective "none"), on any rank
-            _drop_pair_head_grads(model)
-
-    return Objective(loss=_loss, prepare=prepare_batch, row=_row, averaged=("loss", "mlm_acc", "sop_acc", "grad_norm"),
-                     flops=flops, before_update=before_update)  # fmt: skip
-
-
-def _loss(model: nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
-    out = model(**batch)
-    with torch.no_grad():  # counted on the device: read with the rest of the log interval
-        labels = batch["masked_labels"]
-        mlm = ((out.mlm_logits.argmax(-1) == labels) & (labels != IGNORE)).sum()
-        sop = batch.get("sentence_order_label")
-        pair = (
-            ((out.sop_logits.argmax(-1) == sop) & (sop != IGNORE)).sum() if sop is not None else torch.zeros_like(mlm)
-        )
-    return out.loss, torch.stack([mlm, pair])
+def _update(tr: TrainState, loss: torch.Tensor, grad_norm: torch.Tensor, host: np.ndarray) -> None:
+    """The optimizer's step, withheld on the device once a loss or gradient norm was not finite (a NaN gradient
+    would make every weight NaN). fp16's scaler skips an overflowed step itself and lowers its scale."""
+    finite = torch.isfinite(loss) if tr.scaler is not None else torch.isfinite(loss) & torch.isfinite(grad_norm)
+    tr.healthy.mul_(dist.all_reduce_min_(finite.float(), tr.env))  # every rank the same: a flag on the device
+    if tr.objective.before_update is not None:
+        tr.objective.before_update(dist.unwrap(tr.model), host)
+    if tr.scaler is not None:
+        tr.scaler.step(tr.optimizer)
+        tr.scaler.update()
+    elif getattr(tr.optimizer, "_step_supports_amp_scaling", False):  # LAMB, fused AdamW: a tensor condition
+        tr.optimizer.grad_scale, tr.optimizer.found_inf = None, 1.0 - tr.healthy
+        try:
+            tr.optimizer.step()
+        finally:
+            del tr.optimizer.grad_scale, tr.optimizer.found_inf
+    elif tr.healthy.item():  # an optimizer without one reads the flag back: one host synchronisation a step
+        tr.optimizer.step()
 
 
-def _row(loss: float, device: list[float], host: np.ndarray, grad_norm: float, lr: float) -> dict[str, float]:
-    mlm_correct, sop_correct = device
-    sequences, tokens, masked, pairs = (float(x) for x in host)
-    return {
-        "loss": loss,
-        "mlm_acc": mlm_correct / max(masked, 1.0),
-        "sop_acc": sop_correct / pairs if pairs else float("nan"),
-        "lr": lr,
-        "grad_norm": grad_norm,
-        "sequences": sequences,
-        "tokens": tokens,
-        "masked": masked,
-    }
+def read(pending: list[Pending], tr: TrainState) -> list[dict[str, float]]:
+    """The records of the pending steps: one all-reduce and one read of the device for the whole interval."""
+    if not pending:
+        return []
+    device = dist.all_reduce_sum(torch.stack([p.device for p in pending]), tr.env)  # (n, 1 + k)
+    norms = torch.stack([p.grad_norm.double() for p in pending])
+    values = torch.cat([device.flatten(), norms]).tolist()
+    width = device.shape[1]
+    rows = []
+    for i, p in enumerate(pending):
+        loss, stats = values[i * width] / tr.env.world_size, values[i * width + 1 : (i + 1) * width]
+        rows.append(tr.objective.row(loss, stats, p.host, values[len(pending) * width + i], p.lr))
+    return rows
 
 
-def _drop_pair_head_grads(model: nn.Module) -> None:
-    """Leave the pooler and the pair head out of a step without pair labels, as the official optimizer leaves a
-    variable the loss does not reach (TensorFlow gives it no gradient, and lamb_optimizer.py skips it).
+def non_finite(row: dict[str, Any], scaled: bool) -> str:
+    """Why a step's update was withheld, or "": a non-finite loss, or (without fp16's scaler, which skips such
+    steps itself) a non-finite gradient norm under a finite loss, which would have turned every weight NaN."""
+    if not math.isfinite(row["loss"]):
+        return f"loss {row['loss']}"
+    if not scaled and not math.isfinite(row["grad_norm"]):
+        return f"gradient norm {row['grad_norm']} (loss {row['loss']:.4g})"
+    return ""
 
-    sop_loss keeps them in the graph with zero gradients (for DDP's buckets). Stepped, LAMB would still apply its
-    weight decay, which the trust ratio ||w|| / ||0.01 w|| scales up to lr * w: the pooler would shrink by the
-    learning rate every step (to about 1e-4 of its size over the default run's schedule).
+
+class NonFiniteLossError(ValueError):
+    """The loss became NaN or inf: the run stops before the bad update touches the weights."""
+
+
+@dataclass(kw_only=True)
+class Hooks:
+    """What a run does at its host points besides logging: its own evaluation and checkpoint, and when.
+
+    evaluate(step, rows): a held-out or dev evaluation (logging its own record); `rows` are the per-step records
+        of the log interval that ends at this step.
+    save(step, rows): a resumable checkpoint of `step` (a collective under torchrun); `rows` the per-step records
+        not yet logged, which a resumed run must average in. Returns the checkpoint written (rank 0), or None.
     """
-    for module in (model.albert.pooler, model.sop_head):
-        for p in module.parameters():
-            p.grad = None
+
+    save: Callable[[int, list[dict[str, float]]], Path | None]
+    save_due: Callable[[int], bool]
+    evaluate: Callable[[int, list[dict[str, float]]], Any] | None = None
+    eval_due: Callable[[int], bool] = lambda step: False
+    last_checkpoint: Callable[[], Path | None] = lambda: None
+    # What to do about a non-finite loss, for its error message; by default, from the last checkpoint.
+    non_finite_hint: Callable[[], str] | None = None
 
 
-def _check_eval_shares(eval_batches: Any, cfg: TrainConfig, env: dist.DistEnv) -> None:
-    """Under FSDP every rank's forward is a collective, so every rank needs a held-out batch: say so before
-    training, not at the first evaluation after it (the same message on every rank)."""
-    if eval_batches is None or not env.distributed or cfg.parallel != "fsdp":
+@dataclass
+class Fitted:
+    step: int  # optimizer steps completed in total
+    losses: list[float] = field(default_factory=list)  # one per step run by this call
+    checkpoint: Path | None = None  # the last checkpoint this call wrote
+
+
+def fit(
+    tr: TrainState,
+    batches: Prefetcher,
+    hooks: Hooks,
+    logger: MetricsLogger,
+    *,
+    step: int = 0,
+    carried: list[dict[str, float]] | None = None,
+    progress: Any = None,
+    what: str = "training",
+) -> Fitted:
+    """Train from `step` to `tr.cfg.max_steps`. `carried`: the unlogged per-step records a resumed run starts
+    with. Raises NonFiniteLossError, or TrainingInterrupted after a checkpoint when SIGTERM or SIGINT came."""
+    window = Window(tr, carried)
+    done, pending = Fitted(step=step), []
+    with Signals(what) as signals:
+        vote = StepVote(tr.env, signals)
+        try:
+            while done.step < tr.cfg.max_steps:
+                values, stop = optimizer_step(tr, batches, done.step, vote)
+                pending.append(values)
+                done.step = values.step
+                if progress is not None:
+                    progress.update(1)
+                _host_point(tr, hooks, logger, window, pending, done, stop, progress, what)
+        finally:
+            vote.close()
+            batches.close()
+    return done
+
+
+def _host_point(
+    tr: TrainState, hooks: Hooks, logger: MetricsLogger, window: Window, pending: list[Pending], done: Fitted,
+    stop: int, progress: Any, what: str,
+) -> None:  # fmt: skip
+    step = done.step
+    stop = stop if step < tr.cfg.max_steps else 0  # the last step done: the run finishes (its model, its results)
+    log = step % tr.cfg.log_every == 0 or step == tr.cfg.max_steps
+    evaluate, save = hooks.evaluate is not None and hooks.eval_due(step), hooks.save_due(step)
+    if not (log or evaluate or save or stop):
         return
-    empty = torch.tensor([float(next(iter(eval_batches()), None) is None)])
-    if dist.all_reduce_sum(empty, env).item():
-        raise ValueError(
-            f"the held-out split is too small to give each of the {env.world_size} ranks a batch under FSDP; "
-            "hold out more documents (data build --eval-fraction), lower --batch-size, or use --parallel ddp"
-        )
+    rows = read(pending, tr)
+    for values, row in zip(pending, rows, strict=True):
+        why = non_finite(row, tr.scaler is not None)
+        if why:
+            if hooks.non_finite_hint is not None:
+                hint = hooks.non_finite_hint()
+            elif last := hooks.last_checkpoint():
+                hint = f"the last good checkpoint is {last}: --resume from it, maybe with a lower --lr"
+            else:
+                hint = "start again with a lower --lr"
+            raise NonFiniteLossError(f"{what} {why} at step {values.step}: stopped before updating the weights; {hint}")
+    pending.clear()
+    done.losses.extend(row["loss"] for row in rows)
+    window.rows.extend(rows)
+    interval = list(window.rows)
+    if log:
+        record = window.record(step)
+        logger.log(record)
+        if progress is not None:
+            progress.set_postfix(_postfix(record), refresh=False)
+    paused = time.perf_counter()  # evaluation and saving are not training: left out of the throughput
+    if evaluate:
+        hooks.evaluate(step, interval)
+    if save or stop:
+        done.checkpoint = hooks.save(step, window.rows)
+    window.start += time.perf_counter() - paused
+    if stop:
+        raise TrainingInterrupted(stop, step, done.checkpoint)
 
 
-def _eval(tr: Trainer, mcfg: ModelConfig, eval_batches: Any, step: int, logger: MetricsLogger) -> dict[str, float]:
-    if eval_batches is None:
-        return {}
-    with torch.random.fork_rng(devices=[]):  # held-out passes must not shift the training RNG stream
-        # DDP's forward may broadcast buffers (a collective); the plain module needs no peers.
-        model = dist.unwrap(tr.model)
-        result = evaluate(
-            model, eval_batches(), tr.env, precision=tr.cfg.precision,
-            max_batches=tr.cfg.eval_batches, vocab_size=mcfg.vocab_size,
-        )  # fmt: skip
-    result = {"step": step, "split": "eval", **result}
-    logger.log(result)
-    return result
+def _postfix(record: dict[str, Any]) -> dict[str, str]:
+    shown = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}", "tok_s": f"{record['tokens_per_s']:,.0f}"}
+    if "mfu" in record:
+        shown["mfu"] = f"{record['mfu']:.1%}"
+    return shown
 
 
-def _progress(cfg: TrainConfig, env: dist.DistEnv, step: int) -> Any:
-    if not (cfg.progress and env.is_main):
-        return None
-    return tqdm(total=cfg.max_steps, initial=step, desc="pretrain", unit="step", dynamic_ncols=True)
+class Window:
+    """Averages of the steps since the last log record, and their throughput (tokens/s, FLOP/s and MFU against the
+    device's peak). A resumed run starts from the checkpoint's unlogged steps, so its records average the same steps
+    as an uninterrupted run's; their time was spent by an earlier process and is left out of the throughput."""
 
+    def __init__(self, tr: TrainState, rows: list[dict[str, float]] | None = None) -> None:
+        self.objective, self.rows = tr.objective, list(rows or [])
+        self.carried = len(self.rows)
+        probe = self.objective.flops([]) is not None  # measured before the clock starts, if no datasheet knows it
+        self.peak = peak_flops(tr.env.device, tr.cfg.precision)[0] if probe else None
+        self.start = time.perf_counter()
 
-__all__ = ["NonFiniteLossError", "TrainSummary", "pretrain"]
+    def record(self, step: int) -> dict[str, Any]:
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        timed, n = self.rows[self.carried :], len(self.rows)
+        record: dict[str, Any] = {"step": step, "split": "train"}
+        for key in self.objective.averaged:
+            record[key] = sum(r[key] for r in self.rows) / n
+        record.update(lr=self.rows[-1]["lr"], tokens_per_s=sum(r["tokens"] for r in timed) / elapsed)
+        flops = self.objective.flops(timed)
+        if flops is not None:
+            record.update(flops_per_s=flops / elapsed, mfu=flops / elapsed / self.peak)
+        self.start, self.rows, self.carried = time.perf_counter(), [], 0
+        return record
