@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("finetune", "score SQuAD predictions (official metric) or a fine-tuned model"),
     "predict": ("finetune", "write a fine-tuned model's predictions for every input of a file"),
     "embed": ("finetune", "mean-pooled embeddings of each line of a text file, saved as .npy"),
+    "suite": ("suite", "fine-tune and score a model over seeds: GLUE, the paper's five tasks, a suite file"),
     "params": ("model", "print a model's parameter count broken down, or the paper's tables"),
     "convert": (
         "model",

@@ -52,6 +52,10 @@ class FinetuneConfig:
     })  # fmt: skip
     max_steps: int = field(default=1000, metadata={"help": "optimizer steps to train"})
     eval_every: int = field(default=100, metadata={"help": "steps between dev evaluations"})
+    metric: str | None = field(default=None, metadata={
+        "help": "the dev metric the best checkpoint maximises (default: the task's first: accuracy, corr, f1); "
+                "a+b: the mean of several, as GLUE scores a task of two metrics (MRPC: f1+accuracy)",
+    })  # fmt: skip
     seed: int = field(default=0, metadata={"help": "seed of the head's weights, the batch order and dropout"})
     lr: float = field(default=2e-5, metadata={"help": "peak learning rate"})
     batch_size: int = field(default=32, metadata={"help": "training sequences per step"})
@@ -124,6 +128,8 @@ class FinetuneConfig:
         check_types(self)
         if self.text_columns is not None and not all(isinstance(c, str) and c for c in self.text_columns):
             raise ValueError(f"FinetuneConfig.text_columns must be column names, got {self.text_columns!r}")
+        if self.metric is not None and not all(self.metric.split("+")):
+            raise ValueError(f"FinetuneConfig.metric must be a metric name or names joined by '+', got {self.metric!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"FinetuneConfig.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.precision not in PRECISIONS:

@@ -258,7 +258,8 @@ class _Run:
     start: float = field(default_factory=time.perf_counter)
 
     def __post_init__(self) -> None:
-        self.result = FinetuneResult(self.task.main_metric, -float("inf"), 0, Path(self.cfg.out) / "best")
+        metric = self.cfg.metric or self.task.main_metric
+        self.result = FinetuneResult(metric, -float("inf"), 0, Path(self.cfg.out) / "best")
 
     def go(self, ckpt: Path | None) -> FinetuneResult:
         out, env = Path(self.cfg.out), self.tr.env
@@ -306,7 +307,7 @@ class _Run:
         logger.log({"step": step, "split": "dev", **{k: v for k, v in metrics.items() if isinstance(v, int | float)}})
         log.info("step %d: train loss %.4f, dev %s", step, entry["train_loss"], json.dumps(metrics))
         # The first evaluation always saves, so best/ exists even when the metric is NaN; any number beats NaN.
-        value, best = metrics[self.task.main_metric], self.result
+        value, best = selected_metric(metrics, self.result.best_metric, self.cfg.dev), self.result
         beats_nan = math.isnan(best.best_value) and not math.isnan(value)
         if value > best.best_value or not best.best_step or beats_nan:
             best.best_value, best.best_step = value, step
@@ -327,6 +328,16 @@ class _Run:
         )  # fmt: skip
         dist.barrier(env)
         return path
+
+
+def selected_metric(metrics: dict[str, Any], metric: str, dev: str) -> float:
+    """The value the best checkpoint maximises: one dev metric, or the mean of several joined by '+'."""
+    names = metric.split("+")
+    missing = [n for n in names if not isinstance(metrics.get(n), int | float)]
+    if missing:
+        known = sorted(k for k, v in metrics.items() if isinstance(v, int | float))
+        raise ValueError(f"FinetuneConfig.metric {metric!r} (--metric): {dev} is scored with {known}, not {missing}")
+    return float(np.mean([metrics[n] for n in names]))
 
 
 def write_results(result: FinetuneResult, cfg: FinetuneConfig, state: dict, train: TaskData, dev: TaskData) -> Path:
