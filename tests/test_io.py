@@ -123,3 +123,23 @@ def test_a_directory_where_one_file_is_read_and_an_empty_corpus_directory_are_na
         iter_files([empty])
     assert main(["embed", str(empty), "--init", str(tmp_path / "model"), "--out", str(tmp_path / "e.npy")]) == 2
     assert "a directory; give one file" in capsys.readouterr().err
+
+
+def test_an_atomic_write_with_fsync_flushes_the_file_before_its_rename_and_the_directory_after(tmp_path, monkeypatch):
+    from litebert.io import write_bytes
+
+    target, synced, real = tmp_path / "weights.bin", [], os.fsync
+
+    def fsync(fd):
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), target.exists()))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write_bytes(target, b"kept", fsync=True)
+    assert target.read_bytes() == b"kept"
+    (file_path, renamed_yet), (dir_path, renamed) = synced
+    assert file_path != str(target) and not renamed_yet  # the temporary file, before the rename
+    assert dir_path == str(tmp_path) and renamed
+    synced.clear()
+    write_bytes(target, b"plain")
+    assert synced == [] and target.read_bytes() == b"plain"

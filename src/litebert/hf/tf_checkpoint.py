@@ -26,9 +26,7 @@ of litebert's later steps.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +39,7 @@ import torch
 from litebert.hf.convert import check_destination, model_files
 from litebert.hf.tf_bundle import TFCheckpoint, find_checkpoint
 from litebert.hf.tokenizer import write_hf_tokenizer_files
-from litebert.io import read_json
+from litebert.io import read_json, write_bytes
 from litebert.model.albert import layer_groups
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
@@ -372,22 +370,8 @@ def convert_tf(
         warnings.warn(f"{prefix.parent}: no SentencePiece model (*.model) beside the checkpoint; {out} holds no "
                       "tokenizer (pass spm_model=... to add one)", stacklevel=2)  # fmt: skip
         return out
-    _write_bytes(tok.model_proto, out / MODEL_FILE)
+    write_bytes(out / MODEL_FILE, tok.model_proto)
     tok.dir = out
     write_settings(tok)
     write_hf_tokenizer_files(Tokenizer.load(out))  # what litebert reads back, and transformers' files from it
     return out
-
-
-def _write_bytes(data: bytes, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)

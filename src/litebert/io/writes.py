@@ -70,17 +70,32 @@ def temporary_name(path: str | Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}-{next(_TMP_COUNT)}.tmp")
 
 
+def fsync_path(path: str | Path) -> None:
+    """Flush a file, or a directory's entries (a rename into it), to the device: what a crash must not lose."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
-def atomic_path(path: str | Path, *, needed: int | None = None) -> Iterator[Path]:
+def atomic_path(path: str | Path, *, needed: int | None = None, fsync: bool = False) -> Iterator[Path]:
     """A temporary path beside `path` for the block to write; renamed over `path` when the block completes, and
     removed when it fails, so `path` is never seen half written (by a reader, a resume, or a second writer of the
-    same path, which writes its own temporary file). A full disk is re-raised as DiskFullError naming `path`."""
+    same path, which writes its own temporary file). A full disk is re-raised as DiskFullError naming `path`.
+    `fsync`: the file is on the device before the rename, and the rename before the call returns (a power cut
+    leaves the old file or the new one whole, never an empty one)."""
     path = Path(path)
     tmp = temporary_name(path)
     try:
         with naming_full_disk(path, needed):
             yield tmp
+            if fsync:
+                fsync_path(tmp)
             os.replace(tmp, path)
+            if fsync:
+                fsync_path(path.parent)
     finally:
         if tmp.is_dir() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -88,9 +103,9 @@ def atomic_path(path: str | Path, *, needed: int | None = None) -> Iterator[Path
             tmp.unlink(missing_ok=True)
 
 
-def write_bytes(path: str | Path, data: bytes) -> None:
+def write_bytes(path: str | Path, data: bytes, *, fsync: bool = False) -> None:
     """Write `data` to `path` atomically (see atomic_path)."""
-    with atomic_path(path, needed=len(data)) as tmp:
+    with atomic_path(path, needed=len(data), fsync=fsync) as tmp:
         tmp.write_bytes(data)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from litebert.io import naming_full_disk, read_json, write_json
+from litebert.io import atomic_path, read_json, write_json
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.params import LOADING_COPIES, check_model_size
@@ -45,20 +44,13 @@ def tensors_digest(tensors: dict[str, torch.Tensor]) -> str:
 
 
 def write_safetensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str]) -> None:
-    """Write to a temporary file in the same directory, then rename: a crash never leaves half a file."""
+    """Write through litebert.io.atomic_path, fsynced: a crash never leaves half a file, nor loses a whole one."""
     tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        with naming_full_disk(path, needed=sum(t.numel() * t.element_size() for t in tensors.values())):
-            save_file(tensors, tmp, metadata={**metadata, _DIGEST_KEY: tensors_digest(tensors)})
+    with atomic_path(path, needed=sum(t.numel() * t.element_size() for t in tensors.values()), fsync=True) as tmp:
+        save_file(tensors, tmp, metadata={**metadata, _DIGEST_KEY: tensors_digest(tensors)})
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # a temporary file's 0600 would keep a shared model from other users
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        os.chmod(tmp, 0o666 & ~umask)  # safetensors writes 0600, which would keep a shared model from other users
 
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from litebert.io import naming_full_disk
+from litebert.io import fsync_path, naming_full_disk, write_bytes
 from litebert.train import dist
 
 MARKER = "complete.json"
@@ -61,14 +61,6 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_checkpoint(
     run_dir: str | Path,
     step: int,
@@ -96,7 +88,7 @@ def save_checkpoint(
             if final.exists():  # a re-save of the same step (e.g. final == periodic): replace it whole
                 shutil.rmtree(final)
             os.replace(tmp, final)
-            _fsync_dir(root)
+            fsync_path(root)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # a resume after freeing space finds no half-written directory
         raise
@@ -131,12 +123,9 @@ def _write_checkpoint(
         torch.save(trainer_state, f)
     files = sorted(p for p in tmp.rglob("*") if p.is_file())
     for p in files:
-        with p.open("rb+") as f:
-            os.fsync(f.fileno())
+        fsync_path(p)
     marker = {"step": step, "metric": metric, "files": {str(p.relative_to(tmp)): _sha256(p) for p in files}}
-    (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
-    with (tmp / MARKER).open("rb+") as f:
-        os.fsync(f.fileno())
+    write_bytes(tmp / MARKER, (json.dumps(marker, indent=1) + "\n").encode(), fsync=True)
 
 
 def read_marker(path: str | Path) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import time
 import warnings
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import torch
 
+from litebert.io import write_bytes
 from litebert.model.albert import layer_schedule
 from litebert.model.config import ModelConfig
 
@@ -94,9 +94,7 @@ class MetricsLogger:
         if not self.enabled or not self.path.is_file():
             return
         kept = [line for line in self.path.read_text().splitlines() if 0 <= _step_of(line) <= step]
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(line + "\n" for line in kept))
-        os.replace(tmp, self.path)
+        write_bytes(self.path, "".join(line + "\n" for line in kept).encode())
 
     def log(self, record: dict[str, Any]) -> None:
         if not self.enabled:
