@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("pretrain", "write PNG curves of a pretraining run (matplotlib)"),
     "finetune": ("finetune", "fine-tune a pretrained model on a task; best dev checkpoint in OUT/best"),
     "evaluate": ("finetune", "score SQuAD predictions (official metric) or a fine-tuned model"),
-    "predict": ("finetune", "write a fine-tuned model's predictions for every input of a file"),
+    "predict": ("predict", "write a fine-tuned model's predictions for every input of a file"),
     "embed": ("finetune", "mean-pooled embeddings of each line of a text file, saved as .npy"),
     "suite": ("suite", "fine-tune and score a model over seeds: GLUE, the paper's five tasks, a suite file"),
     "params": ("model", "print a model's parameter count broken down, or the paper's tables"),
@@ -62,7 +62,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
-    if args.command not in ("text", "tokenizer", "data"):  # those need no torch; the others reuse freed pages
+    # text, tokenizer, data and predict --onnx need no torch; the others reuse freed pages
+    if args.command not in ("text", "tokenizer", "data") and not getattr(args, "onnx", None):
         from litebert.model.allocator import keep_freed_memory
 
         keep_freed_memory()  # this process is ours: reuse freed tensors' pages (litebert.model.allocator)

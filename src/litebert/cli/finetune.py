@@ -1,4 +1,4 @@
-"""CLI subcommands of the fine-tuning step: finetune, evaluate, predict, embed."""
+"""CLI subcommands of the fine-tuning step: finetune, evaluate, embed (predict is in predict.py)."""
 
 from __future__ import annotations
 
@@ -31,13 +31,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--text-columns", help="with --init: this file's text columns, when not the training file's")
     e.add_argument("--label-column", help="with --init: this file's label column, when not the training file's")
     e.set_defaults(func=_evaluate)
-
-    r = sub.add_parser("predict", help="write a fine-tuned model's predictions for every input of a file")
-    r.add_argument("--init", required=True, help="fine-tuned model dir (OUT/best)")
-    r.add_argument("--data", required=True, help="input file in the task's format (labels optional)")
-    r.add_argument("--out", required=True, help="predictions JSON (SQuAD: question id -> answer text)")
-    r.add_argument("--text-columns", help="this file's text columns, when not the training file's (comma-separated)")
-    r.set_defaults(func=_predict)
 
     m = sub.add_parser("embed", help="mean-pooled embeddings of each line of a text file, saved as .npy")
     m.add_argument("file", help="text file, one text per line")
@@ -103,14 +96,6 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _columns(flag: str | None) -> tuple[str, ...] | None:
     return tuple(c.strip() for c in flag.split(",")) if flag else None
-
-
-def _predict(args: argparse.Namespace) -> int:
-    from litebert.finetune import predict
-
-    preds = predict(args.init, args.data, args.out, text_columns=_columns(args.text_columns))
-    print(json.dumps({"predictions": len(preds), "out": args.out}))
-    return 0
 
 
 def _embed(args: argparse.Namespace) -> int:

@@ -14,7 +14,9 @@ import torch
 from torch import nn
 
 from litebert.export.graph import MIN_OPSET, OPSET, Exported, example_inputs, to_onnx
-from litebert.export.runtime import check_onnxruntime, onnx_session
+from litebert.export.quantize import quantize
+from litebert.export.runtime import MODEL_ONNX, ONNX_DIR, QUANTIZED_ONNX, check_onnxruntime, onnx_session
+from litebert.finetune.saved import load_finetuned
 from litebert.hf.convert import check_destination, model_files, task_architecture, task_config_fields
 from litebert.hf.directory import load
 from litebert.hf.names import config_to_hf
@@ -23,7 +25,6 @@ from litebert.io import read_json, staged_files, write_bytes, write_json
 from litebert.model.config import ModelConfig
 from litebert.model.weights import CONFIG_FILE, META_FILE
 
-ONNX_DIR, MODEL_ONNX, QUANTIZED_ONNX = "onnx", "model.onnx", "model_quantized.onnx"
 PARITY_ATOL = 1e-4  # the largest difference from litebert's own forward an export may show, checked when written
 
 
@@ -48,8 +49,6 @@ def read_source(directory: str | Path) -> Source:
             f"{directory}: {'a file' if directory.exists() else 'not found'}, not a model directory"
         )
     if (directory / META_FILE).is_file():
-        from litebert.finetune.saved import load_finetuned  # the fine-tuning stage, only for its models
-
         ft = load_finetuned(directory)
         model = ft.model.cpu().eval()
         meta = read_json(directory / META_FILE)
@@ -119,8 +118,6 @@ def export_onnx(src_dir: str | Path, dst_dir: str | Path, *, opset: int = OPSET,
     check_parity(source, module, model_bytes, f"{src_dir}: the ONNX graph")
     files = {MODEL_ONNX: model_bytes}
     if int8:
-        from litebert.export.quantize import quantize
-
         files[QUANTIZED_ONNX] = quantize(model_bytes).model_bytes
     with staged_files(dst_dir, "the destination names the bundle's directory") as stage:
         check_destination(dst_dir, model_files(dst_dir))

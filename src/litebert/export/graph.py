@@ -53,6 +53,8 @@ def signature(kind: str) -> Signature:
         raise ValueError(f"no ONNX signature for head kind {kind!r}; known: {sorted(OUTPUTS)}")
     inputs = (*TOKEN_INPUTS, *(f"b_{name}" for name in TOKEN_INPUTS)) if kind == "pair-embedding" else TOKEN_INPUTS
     axes = {**dict.fromkeys(inputs, CHOICES if kind == "choice" else SEQUENCE), **OUTPUTS[kind]}
+    # the second sentence of a pair has a length of its own
+    axes.update(dict.fromkeys(inputs[3:], {0: "batch_size", 1: "b_sequence_length"}))
     return Signature(inputs, tuple(OUTPUTS[kind]), axes)
 
 

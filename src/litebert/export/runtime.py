@@ -7,6 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+# A bundle's files (litebert.export.bundle writes them; config.json and finetune.json as a model directory's).
+ONNX_DIR, MODEL_ONNX, QUANTIZED_ONNX = "onnx", "model.onnx", "model_quantized.onnx"
+CONFIG_FILE, TOKENIZER_FILE, META_FILE = "config.json", "tokenizer.json", "finetune.json"
+
 # The oldest onnxruntime litebert's graphs are tested with: opset 17 (LayerNormalization) runs from 1.14 on, and
 # the int8 graphs' per-channel MatMulInteger zero points from 1.16.
 MIN_ONNXRUNTIME = (1, 16)

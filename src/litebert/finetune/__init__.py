@@ -7,23 +7,52 @@ saved.py     a fine-tuned directory: `load_finetuned`, `evaluate`, `predict`
 embed.py     sentence and document embeddings (mean pooling)
 baselines.py seeded splits of a labelled table, bag-of-words baselines (logistic regression, cosine)
 tasks/       one module per task family: reader, features, metric
+
+The names below are imported on first use (PEP 562): `litebert.finetune.tasks` (the readers and the predictions'
+post-processing) imports no torch, so the ONNX predictor (litebert.export.predictor) runs them where torch is not.
 """
 
-from litebert.finetune.config import DEFAULT_COLUMNS, FinetuneConfig, check_pooling
-from litebert.finetune.embed import SentenceEmbeddings, embed_file, embed_texts, load_encoder
-from litebert.finetune.heads import FinetuneModel, build_head
-from litebert.finetune.run import FinetuneResult, finetune
-from litebert.finetune.saved import Finetuned, evaluate, load_finetuned, predict
-from litebert.finetune.tasks import TASKS, get_task
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from litebert.finetune.config import DEFAULT_COLUMNS, FinetuneConfig, check_pooling
+    from litebert.finetune.embed import SentenceEmbeddings, embed_file, embed_texts, load_encoder
+    from litebert.finetune.heads import FinetuneModel, build_head
+    from litebert.finetune.run import FinetuneResult, finetune
+    from litebert.finetune.saved import Finetuned, evaluate, load_finetuned, predict
+    from litebert.finetune.tasks import TASKS, get_task
+
+_EXPORTS = {
+    "DEFAULT_COLUMNS": "litebert.finetune.config",
+    "FinetuneConfig": "litebert.finetune.config",
+    "check_pooling": "litebert.finetune.config",
+    "SentenceEmbeddings": "litebert.finetune.embed",
+    "embed_file": "litebert.finetune.embed",
+    "embed_texts": "litebert.finetune.embed",
+    "load_encoder": "litebert.finetune.embed",
+    "FinetuneModel": "litebert.finetune.heads",
+    "build_head": "litebert.finetune.heads",
+    "FinetuneResult": "litebert.finetune.run",
+    "finetune": "litebert.finetune.run",
+    "Finetuned": "litebert.finetune.saved",
+    "evaluate": "litebert.finetune.saved",
+    "load_finetuned": "litebert.finetune.saved",
+    "predict": "litebert.finetune.saved",
+    "TASKS": "litebert.finetune.tasks",
+    "get_task": "litebert.finetune.tasks",
+}
 
 __all__ = [
     "DEFAULT_COLUMNS",
     "TASKS",
-    "SentenceEmbeddings",
     "FinetuneConfig",
     "FinetuneModel",
     "FinetuneResult",
     "Finetuned",
+    "SentenceEmbeddings",
     "build_head",
     "check_pooling",
     "embed_file",
@@ -35,3 +64,11 @@ __all__ = [
     "load_finetuned",
     "predict",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'litebert.finetune' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value

@@ -12,14 +12,16 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import torch
 
 from litebert.io import READ_ERRORS, check_input_file, format_suffix, open_bytes
 from litebert.text.lines import cp949_hint
 from litebert.tokenizer.tokenizer import truncate_pair
+
+if TYPE_CHECKING:
+    import torch
 
 
 class TokenizerLike(Protocol):
@@ -264,12 +266,19 @@ def pack_pair(
 
 def collate(features: Sequence[dict[str, Any]], pad_values: dict[str, int]) -> dict[str, torch.Tensor]:
     """Stack feature dicts into tensors, padding keys in `pad_values` along their last axis to the longest."""
-    batch: dict[str, torch.Tensor] = {}
+    import torch  # here: the readers above run without torch (litebert.export.predictor)
+
+    return {key: torch.from_numpy(values) for key, values in stack(features, pad_values).items()}
+
+
+def stack(features: Sequence[dict[str, Any]], pad_values: dict[str, int]) -> dict[str, np.ndarray]:
+    """`collate`'s batch as numpy arrays."""
+    batch: dict[str, np.ndarray] = {}
     for key in features[0]:
         values = [np.asarray(f[key]) for f in features]
         if key in pad_values:
             width = max(v.shape[-1] for v in values)
             pad = [((0, 0),) * (v.ndim - 1) + ((0, width - v.shape[-1]),) for v in values]
             values = [np.pad(v, p, constant_values=pad_values[key]) for v, p in zip(values, pad, strict=True)]
-        batch[key] = torch.from_numpy(np.stack(values))
+        batch[key] = np.stack(values)
     return batch
