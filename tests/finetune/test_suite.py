@@ -225,3 +225,82 @@ def test_the_papers_five_tasks_average_squad_f1_and_em_first_with_the_papers_row
     assert "| Model | SQuAD1.1 | SQuAD2.0 | MNLI | SST-2 | RACE | Avg |" in md
     assert "| ALBERT-base (paper, Table 3) | 89.3/82.3 | 80.0/77.1 | 81.6 | 90.3 | 64.0 | 80.1 |" in md
     assert not (out / "submission").exists() and results["submission"] == []
+
+
+@pytest.mark.slow  # two spawned processes import torch: 10-80 s on a loaded 2-core machine
+def test_units_in_two_processes_give_what_one_process_gives_and_features_are_built_once(model_dir, tmp_path):
+    settings = {**TINY, "tasks": ("SST-2",)}
+    one = run_suite(SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(tmp_path / "one"),
+                                **settings), write=lambda line: None)  # fmt: skip
+    lines: list[str] = []
+    two = run_suite(SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(tmp_path / "two"),
+                                jobs=2, **settings), write=lines.append)  # fmt: skip
+    assert two.results["units"]["trained"] == 2 and not two.failed
+    assert any("running: SST-2 seed 0, SST-2 seed 1" in x or "running: SST-2 seed 1, SST-2 seed 0" in x for x in lines)
+    strip = lambda r: {k: v for k, v in r["tasks"]["SST-2"].items() if k not in ("seeds", "input")}
+    assert strip(one.results) == strip(two.results)
+    from litebert.finetune import features
+
+    assert any(key.count("SST-2") for key in features._kept)  # the first process's seeds shared one tokenisation
+
+
+def test_a_failed_unit_is_reported_and_the_others_finish(model_dir, tmp_path, capsys):
+    task = """
+[tasks.{0}]
+kind = "classification"
+metrics = ["accuracy"]
+{1}
+[[tasks.{0}.layouts]]
+format = "tsv"
+dir = "SST-2"
+files = {{ train = "train.tsv", dev = "dev.tsv" }}
+text = ["sentence"]
+label = "label"
+"""
+    suite = tmp_path / "mine.toml"
+    suite.write_text('name = "mine"\n[recipes.quick]\nlr = 1e-3\n' + task.format("good", "")
+                     + task.format("bad", 'select = "auc"'))  # fmt: skip
+    out = tmp_path / "out"
+    argv = [
+        "suite",
+        str(suite),
+        "--data",
+        str(GLUE),
+        "--init",
+        str(model_dir),
+        "--out",
+        str(out),
+        "--recipe",
+        "quick",
+        "--seeds",
+        "2",
+        "--max-steps",
+        "4",
+        "--eval-every",
+        "2",
+        "--batch-size",
+        "4",
+        "--max-seq-length",
+        "32",
+    ]
+    assert main(argv) == 1
+    results = json.loads((out / "results.json").read_text())
+    assert [f["unit"] for f in results["failed"]] == ["bad seed 0", "bad seed 1"]
+    assert "FinetuneConfig.metric 'auc'" in results["failed"][0]["error"]
+    assert set(results["tasks"]) == {"good"} and results["failed_tasks"] == ["bad"]
+    assert "## Failed units" in (out / "results.md").read_text()
+    assert "FAILED bad seed 0" in capsys.readouterr().err
+
+
+def test_warm_start_runs_rte_from_this_runs_mnli_model_of_its_seed(model_dir, tmp_path):
+    out = tmp_path / "out"
+    cfg = SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(out), warm_start=True,
+                      **{**TINY, "seeds": 1, "tasks": ("RTE", "MNLI")})  # fmt: skip
+    result = run_suite(cfg, write=lambda line: None)
+    assert not result.failed
+    rte = json.loads((Path(result.results["tasks"]["RTE"]["seeds"]["0"]["unit"]) / "unit.json").read_text())
+    mnli = Path(result.results["tasks"]["MNLI"]["seeds"]["0"]["unit"])
+    assert rte["config"]["init"] == str(mnli / "best") and not rte["config"]["random_init"]
+    with pytest.raises(ValueError, match=r"--warm-start: task RTE starts from MNLI's model; run MNLI too"):
+        run_suite(SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(tmp_path / "o2"),
+                              warm_start=True, tasks=("RTE",)))  # fmt: skip

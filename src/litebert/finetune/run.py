@@ -32,6 +32,7 @@ import torch
 
 from litebert.finetune.batches import TrainBatches, feature_length
 from litebert.finetune.config import FinetuneConfig
+from litebert.finetune.features import load_task_data
 from litebert.finetune.heads import FinetuneModel, build_head
 from litebert.finetune.resume import RESULTS_FILE, check_fresh, resume_checkpoint, resumed_model
 from litebert.finetune.tasks import Task, TaskData, get_task
@@ -174,8 +175,8 @@ def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta
         else:
             base, tok = None, load_tokenizer(ckpt)
         task, state = get_task(cfg.task), {}
-        train = task.load(cfg.train, tok, cfg, state, mode="train")
-        dev = task.load(cfg.dev, tok, cfg, state, mode="eval")
+        train = load_task_data(task, cfg.train, tok, cfg, state, "train")  # a suite's seeds tokenise it once
+        dev = load_task_data(task, cfg.dev, tok, cfg, state, "eval")
         for data in (train, dev):
             data.report.warn()
         model = _model(cfg, base, task, state, ckpt, meta)

@@ -10,6 +10,7 @@ column or label the suite expects and the files lack is an error naming the file
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 from collections import Counter
@@ -22,7 +23,8 @@ from litebert.finetune.suite.spec import Layout, TaskSpec
 from litebert.finetune.tasks.common import open_text, preview
 from litebert.io import read_json, write_bytes, write_json
 
-LAYOUT_NAMES = {"tsv": "GLUE's download script (TSV)", "parquet": "the Hub's parquet export", "json": "JSON files"}
+LAYOUT_NAMES = {"tsv": "GLUE's download script (TSV)", "csv": "CSV files", "parquet": "the Hub's parquet export",
+                "json": "JSON files"}  # fmt: skip
 
 
 @dataclass
@@ -133,7 +135,7 @@ def _rows(spec: TaskSpec, layout: Layout, paths: list[Path], labelled: bool) -> 
     count: Counter = Counter(rows=0)
     rows: list[Row] = []
     for path in paths:
-        read = _tsv_rows if layout.format == "tsv" else _parquet_rows
+        read = _parquet_rows if layout.format == "parquet" else _table_rows
         for line, index, texts, label in read(spec, layout, path, labelled, count):
             clean = [" ".join(t.splitlines()).replace("\t", " ") for t in texts]
             if clean != texts:
@@ -159,24 +161,23 @@ def _check_label(spec: TaskSpec, path: Path, line: int | str, label: str | None)
     return label
 
 
-def _tsv_rows(
+def _table_rows(
     spec: TaskSpec, layout: Layout, path: Path, labelled: bool, count: Counter
 ) -> Iterator[tuple[str, str | None, list[str], str | None]]:
     text = layout.text if labelled else (layout.test_text or layout.text)
     wanted = [*text, *([layout.label] if labelled else [layout.index] if layout.index else [])]
     positional = all(c.isdigit() for c in wanted)
     with open_text(path) as f:
-        lines = iter(f)
-        header = [] if positional else next(lines, "").rstrip("\r\n").split("\t")
+        records = _records(f, layout.format)
+        header = [] if positional else next(records, (1, []))[1]
         if not positional:
             missing = [c for c in wanted if c not in header]
             if missing:
                 raise ValueError(f"{path}: missing column(s) {missing}; its header has {preview(repr(header))}")
         at = {c: int(c) if positional else header.index(c) for c in wanted}
         need = max(at.values()) + 1
-        for n, raw in enumerate(lines, 1 if positional else 2):
-            fields = raw.rstrip("\r\n").split("\t")  # quotes are text, as the official processors read GLUE
-            if not raw.strip():
+        for n, fields in records:
+            if not fields or fields == [""]:
                 count["blank lines skipped"] += 1
                 continue
             if len(fields) < need:
@@ -188,6 +189,19 @@ def _tsv_rows(
             index = fields[at[layout.index]] if not labelled and layout.index else None
             label = fields[at[layout.label]] if labelled else None
             yield f"line {n}", index, [fields[at[c]] for c in text], label
+
+
+def _records(f: Any, fmt: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields): a TSV split on tabs with quotes as text, as the official processors read GLUE; a CSV
+    with standard quoting (a field may hold commas, quotes and line breaks: the number is the record's first line)."""
+    if fmt == "csv":
+        reader, end = csv.reader(f), 0
+        for row in reader:
+            yield end + 1, row
+            end = reader.line_num
+    else:
+        for n, line in enumerate(f, 1):
+            yield n, line.rstrip("\r\n").split("\t")
 
 
 def _parquet_rows(

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 SHIPPED = Path(__file__).resolve().parent / "files"
-FORMATS = ("tsv", "parquet", "json")  # a table of GLUE's download script, the Hub's parquet, SQuAD/RACE as is
+# GLUE's download script's tables (quotes taken literally), CSV (standard quoting), the Hub's parquet, SQuAD/RACE as is
+FORMATS = ("tsv", "csv", "parquet", "json")
 TABLE_KINDS = ("classification", "regression")  # kinds whose files the suite reads and writes out as TSV
 KINDS = (*TABLE_KINDS, "squad", "multiple-choice")
 PERCENT_KINDS = ("classification", "regression", "multiple-choice")  # metrics in [0, 1], shown x100 as the paper
@@ -175,7 +176,7 @@ def _layout(where: _Where, at: str, data: Any, kind: str) -> Layout:
     if fmt not in FORMATS:
         raise ValueError(f"{where.path}: field '{at}.format' must be one of {FORMATS}, got {fmt!r}")
     if (fmt == "json") == (kind in TABLE_KINDS):
-        expected = "tsv or parquet" if kind in TABLE_KINDS else "json"
+        expected = "tsv, csv or parquet" if kind in TABLE_KINDS else "json"
         raise ValueError(f"{where.path}: field '{at}.format': a {kind} task is read from {expected} files")
     lay = Layout(
         format=fmt, dir=where.get(data, "dir", str, at=at), files=where.get(data, "files", dict, at=at),

@@ -1,0 +1,49 @@
+"""`litebert suite` on Rotten Tomatoes (experiments/suites/rotten_tomatoes.toml): a pretrained model against the same
+architecture from random initialisation, with both fine-tuning optimizers, printing each run's median, min-max,
+degenerate runs and wall time (docs/suite.md's result).
+
+    python experiments/suite_rotten_tomatoes.py --init runs/default/model --out eval/rt [--seeds 5] [--jobs 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from litebert.finetune.baselines import split_labeled_table
+from litebert.finetune.suite import SuiteConfig, run_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "experiments" / "suites" / "rotten_tomatoes.toml"
+TABLE = ROOT.parent / "shared" / "data" / "labeled" / "rotten_tomatoes.csv.bz2"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--init", required=True, help="the pretrained model directory")
+    p.add_argument("--out", required=True)
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--optimizers", default="adamw_official,adamw")
+    args = p.parse_args()
+    out = Path(args.out)
+    data = out / "data"
+    if not (data / "rotten_tomatoes" / "train.csv").is_file():
+        split_labeled_table(TABLE, data / "rotten_tomatoes", text_column="text", label_column="category",
+                            labels=("fresh", "rotten"), seed=0)  # fmt: skip
+    for optimizer in args.optimizers.split(","):
+        for random_init in (False, True):
+            name = f"{optimizer}-{'random' if random_init else 'pretrained'}"
+            cfg = SuiteConfig(suite=str(SUITE), data=str(data), init=args.init, out=str(out / name), recipe="quick",
+                              seeds=args.seeds, optimizer=optimizer, random_init=random_init, jobs=args.jobs)  # fmt: skip
+            r = run_suite(cfg, write=lambda line: None).results
+            rt = r["tasks"]["RT"]
+            print(json.dumps({"run": name, "median": rt["score"]["median"], "min": rt["score"]["min"],
+                              "max": rt["score"]["max"], "degenerate": rt["degenerate"],
+                              "seeds": [s["score"] for s in rt["seeds"].values()],
+                              "wall_seconds": round(r["wall_seconds"]), "commit": r["commit"]}), flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
