@@ -35,14 +35,16 @@ def main() -> None:
     for optimizer in args.optimizers.split(","):
         for random_init in (False, True):
             name = f"{optimizer}-{'random' if random_init else 'pretrained'}"
-            cfg = SuiteConfig(suite=str(SUITE), data=str(data), init=args.init, out=str(out / name), recipe="quick",
-                              seeds=args.seeds, optimizer=optimizer, random_init=random_init, jobs=args.jobs)  # fmt: skip
+            cfg = SuiteConfig(suite=str(SUITE), data=str(data), init=args.init, out=str(out / name),
+                              recipe="quick", seeds=args.seeds, optimizer=optimizer, random_init=random_init,
+                              jobs=args.jobs)  # fmt: skip
             r = run_suite(cfg, write=lambda line: None).results
             rt = r["tasks"]["RT"]
-            print(json.dumps({"run": name, "median": rt["score"]["median"], "min": rt["score"]["min"],
-                              "max": rt["score"]["max"], "degenerate": rt["degenerate"],
-                              "seeds": [s["score"] for s in rt["seeds"].values()],
-                              "wall_seconds": round(r["wall_seconds"]), "commit": r["commit"]}), flush=True)  # fmt: skip
+            row = {"run": name, "median": rt["score"]["median"], "min": rt["score"]["min"],
+                   "max": rt["score"]["max"], "degenerate": rt["degenerate"],
+                   "seeds": [s["score"] for s in rt["seeds"].values()],
+                   "wall_seconds": round(r["wall_seconds"]), "commit": r["commit"]}  # fmt: skip
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
