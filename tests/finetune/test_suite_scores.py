@@ -84,3 +84,19 @@ def test_median_seed_and_degenerate_runs():
     assert degenerate("regression", [{"score": 2.5}] * 4).startswith("predicts a constant (2.5")
     assert degenerate("regression", [{"score": 2.5}, {"score": 3.0}]) is None
     assert degenerate("squad", {"q1": "an answer"}) is None
+
+
+def test_shipped_suites_parse_and_a_bad_suite_file_names_its_field(tmp_path):
+    from litebert.finetune.suite import shipped_suites
+
+    assert shipped_suites() == ["glue", "korean", "paper"]
+    korean = load_suite("korean")
+    assert korean.tasks["KorSTS"].metrics == ["test/spearman"] and korean.tasks["KorSTS"].select == "spearman"
+    assert korean.tasks["KorNLI"].layouts[0].files["train"] == ["multinli.train.ko.tsv", "snli_1.0_train.ko.tsv"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[tasks.x]\nkind = "classification"\nmetrics = ["test/accuracy"]\nlayouts = []\n')
+    with pytest.raises(ValueError, match=r"field 'tasks.x.metrics': 'test/accuracy' is scored on split 'test'"):
+        load_suite(bad)
+    bad.write_text('[tasks.x]\nkind = "classify"\n')
+    with pytest.raises(ValueError, match=r"field 'tasks.x.kind' must be one of"):
+        load_suite(bad)
