@@ -40,17 +40,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _params(args: argparse.Namespace) -> int:
-    from litebert.hf import read_model_config
-    from litebert.model.config import preset
-    from litebert.model.params import format_count, format_paper_table, with_overrides
+    if args.paper:  # the stored counts of litebert.model.paper: no model is built, torch is not imported
+        from litebert.model.paper import format_paper_table
 
-    if args.paper:
         given = [f"--{k.replace('_', '-')}" for k in ("sharing", "embedding_size", "num_hidden_groups", "vocab_size")
                  if getattr(args, k) is not None]  # fmt: skip
         if given:
             raise ValueError(f"--paper prints the paper's own models; {', '.join(given)} would be ignored")
         print(format_paper_table())
         return 0
+    from litebert.hf import read_model_config
+    from litebert.model.config import preset
+    from litebert.model.params import format_count, with_overrides
+
     config = read_model_config(args.config) if args.config else preset(args.preset or "albert-base")
     config = with_overrides(
         config,

@@ -30,7 +30,6 @@ from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from litebert.data.config import DataConfig
 from litebert.data.examples import Vocab, window_examples
@@ -343,6 +342,8 @@ def _consume(results: Iterator, writers: dict, known: list[dict], done: dict, lo
     totals = dict.fromkeys((*_TOTALS, "windows", "one_document_windows", "one_document_splits"), 0)
     last_alone = False
     start = time.perf_counter()
+    from tqdm.auto import tqdm  # here: tqdm.auto imports asyncio, which `data build --help` has no use for
+
     with tqdm(desc="data build", unit="doc", disable=not progress, dynamic_ncols=True) as bar:
         for k, result in results:
             counts = known[k] if result is None else result.counts

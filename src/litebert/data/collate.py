@@ -1,5 +1,8 @@
 """Reading built data: `read_examples` (inspection) and `PretrainingBatches` (PyTorch batches, dynamic masks).
 
+torch is imported where batches become tensors (`PretrainingBatches.collate`), not with the module: `litebert
+data build` and `data stats` read and write shards with numpy alone and start without it.
+
 Dynamic masks are drawn when an example is read, from a generator that is a pure function of (build seed,
 reader seed, split, epoch, example index) (RoBERTa's dynamic masking, reproducible): the same batch comes out
 whatever the number of processes and after any resume.
@@ -21,14 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from litebert.data.config import DataConfig
 from litebert.data.examples import Vocab, example_rng, mask_examples
 from litebert.data.shards import MANIFEST, WORD_START, ShardSet, check_tokenizer, load_array, read_manifest
 from litebert.tokenizer.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    import torch
 
 BLOCK_SHARDS = 16  # shards whose examples are shuffled together (ShardSet keeps them all mapped)
 
@@ -130,9 +136,12 @@ def read_examples(
         yield reader.example(i)
 
 
-class PretrainingBatches(torch.utils.data.IterableDataset):
+class PretrainingBatches:
     """Batches of dict[str, torch.Tensor] (input_ids, token_type_ids, attention_mask, masked_positions,
-    masked_labels, sentence_order_label), sharded by rank, exactly resumable (see the module docstring)."""
+    masked_labels, sentence_order_label), sharded by rank, exactly resumable (see the module docstring).
+
+    An iterable of whole batches, iterated directly (not a torch Dataset: a DataLoader's workers would each hold
+    a copy of its position, which would then never reach `state_dict`)."""
 
     def __init__(
         self,
@@ -180,8 +189,9 @@ class PretrainingBatches(torch.utils.data.IterableDataset):
         self.batch = int(state["batch"])
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
-        info = torch.utils.data.get_worker_info()
-        if info is not None:
+        import torch.utils.data
+
+        if torch.utils.data.get_worker_info() is not None:
             # A DataLoader worker holds a copy: its position would never reach state_dict(), and several workers
             # would each replay the whole stream. Batches are cheap to assemble (about 70 us per example).
             raise ValueError("iterate PretrainingBatches directly (it yields whole batches), not in DataLoader workers")
@@ -222,6 +232,8 @@ class PretrainingBatches(torch.utils.data.IterableDataset):
 
     def collate(self, items: list[tuple[int, int]]) -> dict[str, torch.Tensor]:
         """Pad the examples at (index, epoch) into one batch of tensors."""
+        import torch
+
         examples = self.reader.examples(items)
         b, p = len(examples), self.reader.max_predictions
         t = self.reader.max_len if self.pad_to == "max" else max(len(x["input_ids"]) for x in examples)

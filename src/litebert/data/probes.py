@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from litebert.data.build import corpus_windows, tokenize_window
 from litebert.data.config import OBJECTIVES, DataConfig
@@ -32,6 +32,9 @@ from litebert.data.pairs import Documents, Pairs, assemble, random_segment, trun
 from litebert.data.shards import TOKENIZER_DIR, WORD_START, ExampleBatch, load_array, read_manifest
 from litebert.text.read import ReadConfig
 from litebert.tokenizer.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    import torch
 
 TASKS = ("sop", "nsp")
 SPLITS = ("eval", "train")
@@ -193,6 +196,8 @@ def probe_sets(
 def probe_batches(examples: ExampleBatch, batch_size: int, pad_id: int) -> Iterator[dict[str, torch.Tensor]]:
     """Padded batches of a probe set in its order: input_ids, token_type_ids, attention_mask and
     sentence_order_label (the pair label), each batch padded to its longest example."""
+    import torch  # here, not with the module: making probe sets needs numpy alone
+
     if batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     for k0 in range(0, len(examples), batch_size):

@@ -14,12 +14,19 @@
 Nothing here knows about tokenizers, data, training or transformers.
 """
 
-from litebert.model.albert import Albert
-from litebert.model.config import PRESETS, ModelConfig, preset
-from litebert.model.heads import AlbertForPretraining, PretrainingOutput
-from litebert.model.params import ParamCount, count_parameters
-from litebert.model.smoothness import LayerTransitions, layer_transitions
-from litebert.model.weights import load_model, load_model_config, save_model
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from litebert.io.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from litebert.model.albert import Albert
+    from litebert.model.config import PRESETS, ModelConfig, preset
+    from litebert.model.heads import AlbertForPretraining, PretrainingOutput
+    from litebert.model.params import ParamCount, count_parameters
+    from litebert.model.smoothness import LayerTransitions, layer_transitions
+    from litebert.model.weights import load_model, load_model_config, save_model
 
 __all__ = [
     "PRESETS",
@@ -36,3 +43,23 @@ __all__ = [
     "preset",
     "save_model",
 ]
+
+# Imported on first use (litebert.io.exports): importing one module of the package imports no other.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Albert": "litebert.model.albert",
+        "PRESETS": "litebert.model.config",
+        "ModelConfig": "litebert.model.config",
+        "preset": "litebert.model.config",
+        "AlbertForPretraining": "litebert.model.heads",
+        "PretrainingOutput": "litebert.model.heads",
+        "ParamCount": "litebert.model.params",
+        "count_parameters": "litebert.model.params",
+        "LayerTransitions": "litebert.model.smoothness",
+        "layer_transitions": "litebert.model.smoothness",
+        "load_model": "litebert.model.weights",
+        "load_model_config": "litebert.model.weights",
+        "save_model": "litebert.model.weights",
+    },
+)

@@ -21,8 +21,9 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
-from litebert.model.config import ModelConfig, preset
+from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
+from litebert.model.paper import paper_rows
 
 BUILT_UNITS = 64  # layers (groups with sharing "all") up to which the model is built whole to be counted
 BYTES_PER_PARAM = 4  # float32 weights (bf16 and fp16 training keep float32 master weights)
@@ -98,48 +99,6 @@ def _built(config: ModelConfig) -> ParamCount:
     )
 
 
-@dataclass(frozen=True)
-class PaperRow:
-    name: str
-    config: ModelConfig
-    paper: str  # the paper's printed figure
-    official: int | None  # exact backbone count from the official code (docs/paper.md §2)
-
-
-def _ablation(embedding_size: int, sharing: str) -> ModelConfig:
-    return preset("albert-base", embedding_size=embedding_size, sharing=sharing)
-
-
-def paper_rows() -> list[PaperRow]:
-    """Table 1 (presets) and Tables 4-5 (embedding size and sharing ablations on ALBERT-base)."""
-    rows = [
-        PaperRow("bert-base", preset("bert-base"), "108M", None),
-        PaperRow("bert-large", preset("bert-large"), "334M", None),
-        PaperRow("bert-xlarge", preset("bert-xlarge"), "1270M", None),
-        PaperRow("albert-base", preset("albert-base"), "12M", 11_683_584),
-        PaperRow("albert-large", preset("albert-large"), "18M", 17_683_968),
-        PaperRow("albert-xlarge", preset("albert-xlarge"), "60M (59M in Table 3)", 58_724_864),
-        PaperRow("albert-xxlarge", preset("albert-xxlarge"), "235M (233M in Table 3)", 222_595_584),
-    ]
-    ablations = [
-        (64, "none", "87M", 87_648_000),
-        (128, "none", "89M", 89_650_176),
-        (256, "none", "93M", 93_654_528),
-        (768, "none", "108M", 109_081_344),
-        (64, "all", "10M", 9_681_408),
-        (128, "all", "12M", 11_683_584),
-        (256, "all", "16M", 15_687_936),
-        (768, "all", "31M", 31_114_752),
-        (768, "attention", "83M", 83_078_400),
-        (768, "ffn", "57M", 57_117_696),
-        (128, "attention", "64M", 63_647_232),
-        (128, "ffn", "38M", 37_686_528),
-    ]
-    for e, sharing, paper, exact in ablations:
-        rows.append(PaperRow(f"base E={e} sharing={sharing}", _ablation(e, sharing), paper, exact))
-    return rows
-
-
 def format_count(config: ModelConfig) -> str:
     c = count_parameters(config)
     lines = [
@@ -154,16 +113,6 @@ def format_count(config: ModelConfig) -> str:
         if row.config == config:
             official = f"official code {row.official:,}; " if row.official is not None else ""
             lines.append(f"paper: {row.name}: {official}paper {row.paper}")
-    return "\n".join(lines)
-
-
-def format_paper_table() -> str:
-    head = f"{'model':<30} {'backbone':>13} {'with heads':>13}  {'official code':>13}  paper"
-    lines = [head, "-" * len(head)]
-    for row in paper_rows():
-        c = count_parameters(row.config)
-        official = f"{row.official:,}" if row.official is not None else "-"
-        lines.append(f"{row.name:<30} {c.backbone:>13,} {c.total:>13,}  {official:>13}  {row.paper}")
     return "\n".join(lines)
 
 

@@ -7,8 +7,7 @@ import math
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-
-from sentencepiece import sentencepiece_model_pb2 as model_pb2
+from typing import TYPE_CHECKING
 
 from litebert.io import read_json, staged_files, write_bytes
 from litebert.text.lines import cp949_hint
@@ -21,6 +20,9 @@ from litebert.tokenizer.tokenizer import (
     write_settings,
 )
 from litebert.tokenizer.train import check_tokenizer_out
+
+if TYPE_CHECKING:
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 ADDED_MARGIN = 1 / 64  # log-probability by which an added word's piece beats the word's old best segmentation
 
@@ -89,6 +91,8 @@ def add_words(
     check_tokenizer_out(out, source=Path(tokenizer_dir))
     base = Tokenizer.load(tokenizer_dir)
     source = read_words(words) if not isinstance(words, list) else [("", w) for w in words]
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2  # protobuf: imported by what edits a model
+
     proto = model_pb2.ModelProto.FromString(base.model_proto)
     normal = model_pb2.ModelProto.SentencePiece.NORMAL
     unknown_char = min(p.score for p in proto.pieces if p.type == normal) - 10.0  # sentencepiece's unigram rule
@@ -148,6 +152,8 @@ def _earlier_words(tok: Tokenizer) -> list[str]:
 def _with_scores(proto: model_pb2.ModelProto, scores: dict[str, float], new: list[str]) -> model_pb2.ModelProto:
     """A copy of `proto` where each scored word's piece is a normal piece with its score: an existing piece
     (an earlier added word) in its place, a new word's piece appended in the order of `new`."""
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
     out = model_pb2.ModelProto.FromString(proto.SerializeToString())
     index = {p.piece: i for i, p in enumerate(out.pieces)}
     normal = model_pb2.ModelProto.SentencePiece.NORMAL

@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import sentencepiece as spm
-from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from tqdm import tqdm
 
 from litebert.io import staged_files, write_bytes
@@ -223,6 +222,8 @@ def _finalize_model(model: bytes) -> bytes:
        1 sentence in 63k of the State of the Union addresses); on this grid both sums are exact for any path
        below 65,536 in magnitude, and both engines then pick the same segmentation.
     """
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2  # protobuf: imported by what edits a model
+
     proto = model_pb2.ModelProto.FromString(model)
     for piece in proto.pieces:
         if piece.type == piece.NORMAL and DIGIT_COMMA.search(piece.piece):
