@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import pytest
 import torch
 
 import litebert
+from litebert.model import compat
 from litebert.model import kernels as fused_module
 from litebert.model.kernels import FusedDense, padded_rows
 from litebert.model.padding import Unpadded
@@ -39,14 +41,12 @@ def _model(**kw) -> litebert.Albert:
 def test_inference_matches_the_eager_forward(act, padded, mkl, monkeypatch):
     # MKL's packed product for every layer without an activation, or none (a torch built without MKL)
     monkeypatch.setattr(fused_module, "MKL_MIN_WEIGHT", 0)
-    if not mkl:
-        monkeypatch.setattr(fused_module, "_MKL_LINEAR", None)
     model = _model(hidden_act=act, initializer_range=0.3)  # pre-activations of a few units: erf and tanh differ
     ids, mask = _batch()
     if not padded:
         mask = torch.ones_like(mask)
     eager = model(ids, mask)  # autograd on: the eager path
-    with torch.no_grad():
+    with torch.no_grad(), (contextlib.nullcontext() if mkl else compat.use_fallbacks("mkl_linear")):
         fused = model(ids, mask)
     for a, b in zip(fused, eager, strict=True):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
@@ -93,7 +93,7 @@ def test_fused_path_only_where_it_applies():
         assert FusedDense.for_forward(x.double(), training=False) is None  # oneDNN has no fp64
         with torch.autocast("cpu", dtype=torch.bfloat16):
             fused = FusedDense.for_forward(x, training=False)
-            if torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            if torch.backends.mkldnn.is_available() and compat.onednn_bf16():
                 assert fused.dtype == torch.bfloat16
             else:  # no oneDNN bf16 kernels on this CPU (AVX2): eager torch runs it
                 assert fused is None

@@ -377,10 +377,11 @@ def test_a_compiled_training_step_has_no_graph_break(padded):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_packed_attention_on_a_gpu_gives_the_padded_reference_in_bf16():
-    from litebert.model.albert import packs, varlen_attn
+    from litebert.model import compat
+    from litebert.model.albert import packs
     from litebert.model.padding import find_real_tokens
 
-    if varlen_attn is None or torch.cuda.get_device_capability() < (8, 0):
+    if compat.varlen_attn() is None or torch.cuda.get_device_capability() < (8, 0):
         pytest.skip("FlashAttention's variable-length kernel needs torch >= 2.9 and compute capability 8.0")
     model = _model(num_heads=2).cuda()  # head size 16
     ids, mask = _padded_batch()
@@ -395,5 +396,9 @@ def test_packed_attention_on_a_gpu_gives_the_padded_reference_in_bf16():
     from litebert.model.padding import Unpadded
 
     assert packs(qkv, Unpadded.of(real, mask.shape), 2, 0.0)
+    with compat.use_fallbacks("varlen_attn"):  # torch without the kernel: the padded grid, the same figures
+        assert not packs(qkv, Unpadded.of(real, mask.shape), 2, 0.0)
+        fallback, _ = model.albert(ids, mask, real_tokens=real)
+    torch.testing.assert_close(fallback.float(), grid.float(), rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(packed.float(), grid.float(), rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(packed_pooled.float(), grid_pooled.float(), rtol=2e-2, atol=2e-2)

@@ -16,14 +16,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from litebert.model import compat
 from litebert.model.config import ModelConfig
 from litebert.model.kernels import Dropout, FusedDense, activation, dropout
 from litebert.model.padding import RealTokens, Unpadded, find_real_tokens
-
-try:  # FlashAttention's variable-length kernel through torch (2.9 and later): attention without padding on a GPU
-    from torch.nn.attention.varlen import varlen_attn
-except ImportError:  # an older torch: padded batches attend over the padded grid, masked
-    varlen_attn = None
 
 
 def on_host(t: torch.Tensor) -> bool:
@@ -133,7 +129,9 @@ def packs(qkv: torch.Tensor, unpad: Unpadded | None, num_heads: int, dropout_p: 
     """Whether attention can run on the unpadded tokens as they are (`attend_packed`): a GPU with FlashAttention
     (compute capability 8.0 on), bf16 or fp16, no attention dropout (the kernel has none), head size a multiple of
     8 up to 256, and every computed token a key as well as a query."""
-    if varlen_attn is None or unpad is None or unpad.cu_seqlens is None or dropout_p > 0 or not qkv.is_cuda:
+    if unpad is None or unpad.cu_seqlens is None or dropout_p > 0 or not qkv.is_cuda:
+        return False
+    if compat.varlen_attn() is None:  # FlashAttention's variable-length kernel (torch 2.9 on), imported here
         return False
     head = qkv.shape[-1] // 3 // num_heads
     return qkv.dtype in (torch.bfloat16, torch.float16) and head % 8 == 0 and head <= 256 and _flash(qkv.device)
@@ -150,7 +148,7 @@ def attend_packed(qkv: torch.Tensor, unpad: Unpadded, num_heads: int) -> torch.T
     n, h3 = qkv.shape
     q, k, v = qkv.view(n, 3, num_heads, h3 // 3 // num_heads).unbind(1)  # (N, heads, D) each
     cu, longest = unpad.cu_seqlens, unpad.max_seqlen
-    return varlen_attn(q, k, v, cu, cu, longest, longest).reshape(n, h3 // 3)  # (N, H)
+    return compat.varlen_attn()(q, k, v, cu, cu, longest, longest).reshape(n, h3 // 3)  # (N, H)
 
 
 class Attention(nn.Module):

@@ -15,13 +15,14 @@ On a 2-core AMX Xeon, linear + tanh-GELU at 1,000 tokens x 128 -> 512 is 2.2x fa
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from litebert.model import compat
 
 
 def activation(name: str, x: torch.Tensor) -> torch.Tensor:
@@ -100,22 +101,11 @@ class Dropout(nn.Module):
 
 # oneDNN's post-op (name, algorithm) for each activation litebert knows (config.ACTIVATIONS).
 _POST_OP = {"gelu_new": ("gelu", "tanh"), "gelu": ("gelu", "none"), "relu": ("relu", "")}
-_LINEAR = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
 # MKL's fp32 product with the weight packed once per forward for its row count (what torch.compile emits for an fp32
 # linear on CPU): 8-15% faster than oneDNN's fp32 product at albert-base's shapes, where no activation is fused
 # (albert-base fp32 inference 1.07x faster in an in-process A/B); level or slower for the tiny preset's small weights
 # (0.95-0.98x), so only weights of MKL_MIN_WEIGHT elements or more take it.
-_MKL_LINEAR = getattr(torch.ops.mkl, "_mkl_linear", None) if torch.backends.mkl.is_available() else None
 MKL_MIN_WEIGHT = 1 << 18
-
-
-@functools.cache
-def _bf16_linear() -> bool:
-    """Whether oneDNN has bf16 kernels on this CPU (AVX-512 or newer); on AVX2 it refuses bf16 products."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
 
 
 def padded_rows(n: int) -> int:
@@ -147,13 +137,13 @@ class FusedDense:
         eager torch must run it: with autograd on (the fused operator has no backward), in training mode (dropout
         sits between product and residual), off the CPU, inside torch.compile (which fuses by itself), or in a
         dtype oneDNN lacks (fp64)."""
-        if _LINEAR is None or training or torch.is_grad_enabled() or weight.device.type != "cpu":
+        if compat.onednn_linear() is None or training or torch.is_grad_enabled() or weight.device.type != "cpu":
             return None
         if torch.compiler.is_compiling():
             return None
         autocast = torch.is_autocast_enabled("cpu") and weight.dtype != torch.float64  # autocast leaves fp64 alone
         dtype = torch.get_autocast_dtype("cpu") if autocast else weight.dtype
-        if dtype == torch.bfloat16 and not _bf16_linear():
+        if dtype == torch.bfloat16 and not compat.onednn_bf16():
             return None  # oneDNN has no bf16 inner product on this CPU (no AVX-512): it would refuse to build one
         return cls(dtype) if dtype in (torch.float32, torch.bfloat16) else None
 
@@ -180,19 +170,20 @@ class FusedDense:
                 return residual + y
             return activation(act, y) if act else y
         weight, bias = self.cast(layer)
+        linear, mkl = compat.onednn_linear(), compat.mkl_linear()  # oneDNN's is there: for_forward checked it
         x = x.to(self.dtype).contiguous()
         if residual is not None and residual.dtype != self.dtype:
             # Under autocast a model without embedding projection keeps its residual stream in fp32: eager adds the
             # bf16 product to it in fp32, which a bf16 epilogue would round away (and return bf16 states).
-            return residual + _LINEAR(x, weight, bias, "none", [], "")
-        if self.dtype == torch.float32 and act is None and _MKL_LINEAR is not None and weight.numel() >= MKL_MIN_WEIGHT:
+            return residual + linear(x, weight, bias, "none", [], "")
+        if self.dtype == torch.float32 and act is None and mkl is not None and weight.numel() >= MKL_MIN_WEIGHT:
             rows = x.reshape(-1, x.shape[-1])
             key = (id(layer), len(rows))
             if key not in self._packed:
-                self._packed[key] = torch.ops.mkl._mkl_reorder_linear_weight(weight, len(rows))
-            y = _MKL_LINEAR(rows, self._packed[key], weight, bias, len(rows)).view(*x.shape[:-1], len(weight))
+                self._packed[key] = mkl[1](weight, len(rows))
+            y = mkl[0](rows, self._packed[key], weight, bias, len(rows)).view(*x.shape[:-1], len(weight))
             return y if residual is None else y.add_(residual)
         if residual is not None:
-            return _LINEAR.binary(x, residual.contiguous(), weight, bias, "add")
+            return linear.binary(x, residual.contiguous(), weight, bias, "add")
         name, algorithm = _POST_OP[act] if act else ("none", "")
-        return _LINEAR(x, weight, bias, name, [], algorithm)
+        return linear(x, weight, bias, name, [], algorithm)
