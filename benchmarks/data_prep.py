@@ -8,6 +8,15 @@ figure, robust to other jobs sharing the machine), plus where the time goes on o
 
     python benchmarks/data_prep.py                    # 1x and 10x, 1 worker, 512 tokens, static masks
     python benchmarks/data_prep.py --workers 2 --repeats 1 10 --tokenizer DIR
+
+End to end against the official create_pretraining_data.py (google-research/albert), start-up included: both read
+the same file of the same corpora (one sentence per line, a blank line between documents, written once by
+`litebert text prepare`), with the same tokenizer, length, dupe factor and one process each; each command runs in
+a fresh process and its wall time is taken around it, alternately, `--rounds` times. The official script needs
+an interpreter with tensorflow (its compat.v1 API), tensorflow-hub, six and sentencepiece, and a checkout of the
+repository:
+
+    python benchmarks/data_prep.py --official ~/src/albert --official-python ~/tf/bin/python --no-profile
 """
 
 from __future__ import annotations
@@ -124,6 +133,43 @@ def _profile(tokenizer: Path, corpus: Path) -> None:
         print(f"  {name:<32} {sec:6.2f} s  ({n / max(sec, 1e-9) / 1e6:6.2f} M tokens/s)")
 
 
+def _timed(cmd: list[str], **kwargs) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kwargs)
+    return time.perf_counter() - start
+
+
+def _against_official(args: argparse.Namespace, tokenizer: Path, root: Path) -> None:
+    """Wall seconds of `litebert data build` and of the official script on the same prepared file, alternately."""
+    import os
+
+    from litebert.text import ReadConfig, prepare
+
+    text = root / "corpus.txt"  # the official format, written once, outside the timings
+    prepare([CORPORA / s for s in SOURCES], text, config=ReadConfig(documents="file"))
+    package = root / "official"  # the script imports `from albert import tokenization`
+    package.mkdir()
+    (package / "albert").symlink_to(Path(args.official).resolve())
+    env = {**os.environ, "PYTHONPATH": str(package), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    size = text.stat().st_size / 1e6
+    print(f"\nend to end, start-up included: {size:.1f} MB of text ({', '.join(SOURCES)}), max_seq_length "
+          f"{args.max_seq_length}, dupe_factor {args.dupe_factor}, static masks, one process each")  # fmt: skip
+    ours_cmd = [sys.executable, "-m", "litebert", "data", "build", str(text), "--no-split", "--tokenizer",
+                str(tokenizer), "--max-seq-length", str(args.max_seq_length), "--dupe-factor",
+                str(args.dupe_factor), "--masking", "static", "--no-progress"]  # fmt: skip
+    official_cmd = [args.official_python, str(Path(args.official) / "create_pretraining_data.py"), "--input_file",
+                    str(text), "--spm_model_file", str(tokenizer / "spiece.model"), "--vocab_file",
+                    str(tokenizer / "spiece.model"), "--max_seq_length", str(args.max_seq_length), "--dupe_factor",
+                    str(args.dupe_factor)]  # fmt: skip
+    print(f"{'round':>6} {'litebert s':>11} {'official s':>11} {'ratio':>7}")
+    for r in range(args.rounds):
+        ours = _timed([*ours_cmd, "--out", str(root / f"ours{r}")])
+        shutil.rmtree(root / f"ours{r}")
+        official = _timed([*official_cmd, "--output_file", str(root / f"official{r}.tfrecord")], env=env)
+        (root / f"official{r}.tfrecord").unlink()
+        print(f"{r + 1:>6} {ours:>11.1f} {official:>11.1f} {official / ours:>6.1f}x", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -132,13 +178,18 @@ def main() -> None:
     p.add_argument("--tokenizer", help="tokenizer directory (default: train an 8,000-piece one, cached)")
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--repeats", type=int, nargs="+", default=[1, 10])
+    p.add_argument("--repeats", type=int, nargs="*", default=[1, 10], help="corpus copies (none: skip)")
     p.add_argument("--max-seq-length", type=int, default=512)
     p.add_argument("--masking", choices=("static", "dynamic"), default="static")
     p.add_argument("--dupe-factor", type=int, default=1)
     p.add_argument("--examples-per-shard", type=int, default=16384, help="writer buffer = one shard")
     p.add_argument("--no-profile", action="store_true")
+    p.add_argument("--official", metavar="DIR", help="a checkout of google-research/albert: time its script too")
+    p.add_argument("--official-python", metavar="PY", help="an interpreter with tensorflow for --official")
+    p.add_argument("--rounds", type=int, default=2, help="alternate runs of each, with --official")
     args = p.parse_args()
+    if args.official and not args.official_python:
+        p.error("--official needs --official-python (an interpreter with tensorflow, tensorflow-hub, six)")
     if args.child:
         _child(args)
         return
@@ -157,6 +208,8 @@ def main() -> None:
                   f"{res['peak_worker_rss_mb']:>14.0f}", flush=True)  # fmt: skip
         if not args.no_profile:
             _profile(tokenizer, _repeated_corpus(Path(tmp) / "profile", 1))
+        if args.official:
+            _against_official(args, tokenizer, Path(tmp))
 
 
 if __name__ == "__main__":
