@@ -299,6 +299,8 @@ class Albert(nn.Module):
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
         if init:  # the official initialisation (AlbertForPretraining applies it once to backbone and heads)
             init_weights(self, config.initializer_range)
+        if torch.cuda.is_available():  # looked up here, not while torch.compile traces the first GPU forward
+            compat.varlen_attn()
 
     def forward(
         self,

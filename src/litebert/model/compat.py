@@ -26,13 +26,14 @@ the torch at hand and compare it with the fast path.
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
 FAST_PATHS = ("varlen_attn", "onednn_linear", "mkl_linear", "onednn_bf16", "fused_adam", "foreach_norm", "found_inf")
 _FORCED: set[str] = set()  # fast paths turned off by use_fallbacks
+_FOUND: dict[str, Any] = {}  # fast path -> what this torch has for it (None: nothing)
 
 
 @contextlib.contextmanager
@@ -51,10 +52,18 @@ def use_fallbacks(*names: str) -> Iterator[None]:
 
 def fast(name: str) -> bool:
     """Whether the fast path `name` is on (not turned off by use_fallbacks) and this torch has it."""
-    return name not in _FORCED and _FINDERS[name]() is not None
+    return _lookup(name) is not None
 
 
-@functools.cache
+def _lookup(name: str) -> Any:
+    """The fast path `name` (found once, then a dict lookup torch.compile traces as a constant), or None."""
+    if name in _FORCED:
+        return None
+    if name not in _FOUND:
+        _FOUND[name] = _FINDERS[name]()
+    return _FOUND[name]
+
+
 def _find_varlen_attn() -> Callable | None:
     try:
         from torch.nn.attention.varlen import varlen_attn
@@ -63,7 +72,6 @@ def _find_varlen_attn() -> Callable | None:
     return varlen_attn
 
 
-@functools.cache
 def _find_onednn_linear() -> Callable | None:
     if not torch.backends.mkldnn.is_available():
         return None
@@ -71,7 +79,6 @@ def _find_onednn_linear() -> Callable | None:
     return op if op is not None and hasattr(op, "binary") else None
 
 
-@functools.cache
 def _find_mkl_linear() -> tuple[Callable, Callable] | None:
     if not torch.backends.mkl.is_available():
         return None
@@ -79,7 +86,6 @@ def _find_mkl_linear() -> tuple[Callable, Callable] | None:
     return None if linear is None or reorder is None else (linear, reorder)
 
 
-@functools.cache
 def _find_onednn_bf16() -> bool | None:
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()) or None
@@ -100,17 +106,17 @@ _FINDERS: dict[str, Callable[[], object]] = {
 
 def varlen_attn() -> Callable | None:
     """torch's variable-length FlashAttention function, or None."""
-    return _find_varlen_attn() if fast("varlen_attn") else None
+    return _lookup("varlen_attn")
 
 
 def onednn_linear() -> Callable | None:
     """`op(x, weight, bias, post_op, scalars, algorithm)` and `op.binary(x, other, weight, bias, "add")`, or None."""
-    return _find_onednn_linear() if fast("onednn_linear") else None
+    return _lookup("onednn_linear")
 
 
 def mkl_linear() -> tuple[Callable, Callable] | None:
     """(`linear(x, packed, weight, bias, rows)`, `reorder(weight, rows) -> packed`), or None."""
-    return _find_mkl_linear() if fast("mkl_linear") else None
+    return _lookup("mkl_linear")
 
 
 def onednn_bf16() -> bool:

@@ -137,9 +137,9 @@ class FusedDense:
         eager torch must run it: with autograd on (the fused operator has no backward), in training mode (dropout
         sits between product and residual), off the CPU, inside torch.compile (which fuses by itself), or in a
         dtype oneDNN lacks (fp64)."""
-        if compat.onednn_linear() is None or training or torch.is_grad_enabled() or weight.device.type != "cpu":
+        if training or torch.is_grad_enabled() or weight.device.type != "cpu" or torch.compiler.is_compiling():
             return None
-        if torch.compiler.is_compiling():
+        if compat.onednn_linear() is None:  # a torch without oneDNN's fused linear
             return None
         autocast = torch.is_autocast_enabled("cpu") and weight.dtype != torch.float64  # autocast leaves fp64 alone
         dtype = torch.get_autocast_dtype("cpu") if autocast else weight.dtype
