@@ -46,7 +46,7 @@ def test_inference_matches_the_eager_forward(act, padded, mkl, monkeypatch):
     if not padded:
         mask = torch.ones_like(mask)
     eager = model(ids, mask)  # autograd on: the eager path
-    with torch.no_grad(), (contextlib.nullcontext() if mkl else compat.use_fallbacks("mkl_linear")):
+    with torch.no_grad(), contextlib.nullcontext() if mkl else compat.use_fallbacks("mkl_linear"):
         fused = model(ids, mask)
     for a, b in zip(fused, eager, strict=True):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)

@@ -3,6 +3,7 @@ the learning-rate schedule."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -315,3 +316,30 @@ def test_the_optimizer_flags_offer_every_optimizer_and_finetune_defaults_to_the_
         assert given(args, config_flags(FinetuneConfig))["optimizer"] == name
         args = parser.parse_args(["pretrain", "--optimizer", name])
         assert given(args, config_flags(PretrainJob))["train"]["optimizer"] == name
+
+
+@pytest.mark.parametrize("found_inf", [None, 0.0, 1.0])
+def test_lamb_with_torchs_private_kernels_forced_off_steps_as_with_them(found_inf) -> None:
+    # litebert.model.compat: the plain-op fallbacks of torch._fused_adam_ and torch._foreach_norm, as on a torch
+    # that drops them, give LAMB the same steps (and the same withheld step)
+    from litebert.model import compat
+
+    results = []
+    for forced in (False, True):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 4), nn.LayerNorm(4), nn.Linear(4, 3))
+        opt = Lamb(list(model.named_parameters()), lr=0.05, weight_decay=0.01)
+        with compat.use_fallbacks("fused_adam", "foreach_norm") if forced else contextlib.nullcontext():
+            for step in range(3):
+                model.zero_grad()
+                model(torch.randn(5, 6, generator=torch.Generator().manual_seed(step))).square().mean().backward()
+                if found_inf is None:
+                    opt.step()
+                else:
+                    compat.step_unless(opt, torch.tensor(found_inf))
+        results.append([p.detach().clone() for p in model.parameters()])
+    for fast, slow in zip(*results, strict=True):
+        torch.testing.assert_close(slow, fast, rtol=1e-5, atol=1e-6)
+    torch.manual_seed(0)
+    untouched = [p.detach() for p in nn.Sequential(nn.Linear(6, 4), nn.LayerNorm(4), nn.Linear(4, 3)).parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(results[1], untouched, strict=True)) == (found_inf == 1.0)

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from litebert.model import compat
 from litebert.train import dist
 from litebert.train.config import TrainConfig
 from litebert.train.interrupt import Signals, StepVote, TrainingInterrupted
@@ -163,14 +164,8 @@ def _update(tr: TrainState, loss: torch.Tensor, grad_norm: torch.Tensor, host: n
     if tr.scaler is not None:
         tr.scaler.step(tr.optimizer)
         tr.scaler.update()
-    elif getattr(tr.optimizer, "_step_supports_amp_scaling", False):  # LAMB, fused AdamW: a tensor condition
-        tr.optimizer.grad_scale, tr.optimizer.found_inf = None, 1.0 - tr.healthy
-        try:
-            tr.optimizer.step()
-        finally:
-            del tr.optimizer.grad_scale, tr.optimizer.found_inf
-    elif tr.healthy.item():  # an optimizer without one reads the flag back: one host synchronisation a step
-        tr.optimizer.step()
+    else:  # LAMB and fused AdamW read the flag on the device; other optimizers read it back (compat.step_unless)
+        compat.step_unless(tr.optimizer, 1.0 - tr.healthy)
 
 
 def read(pending: list[Pending], tr: TrainState) -> list[dict[str, float]]:

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import nn
 
+from litebert.model import compat
+
 # Official ALBERT: exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"]; layer adaptation uses the
 # same list when none is given. litebert's own LayerNorm modules are called `norm` (model.py, heads.py).
 EXCLUDE_PATTERNS: tuple[str, ...] = ("LayerNorm", "layer_norm", "bias", r"(^|\.)norm\.")
@@ -187,20 +189,16 @@ class Lamb(torch.optim.Optimizer):
             for i in idx:
                 state = self.state[params[i]]
                 state["exp_avg"], state["exp_avg_sq"] = (_laid_out_like(state[k], update[i]) for k in MOMENTS)
-            torch._fused_adam_(
+            compat.fused_adam_(
                 [update[i] for i in idx],
                 [_laid_out_like(params[i].grad.to(dtype), update[i]) for i in idx],
                 [self.state[params[i]]["exp_avg"] for i in idx],
                 [self.state[params[i]]["exp_avg_sq"] for i in idx],
-                [],
                 [steps] * len(idx),
                 lr=-1.0,
                 beta1=beta1,
                 beta2=beta2,
-                weight_decay=0.0,
                 eps=group["eps"],
-                amsgrad=False,
-                maximize=False,
                 grad_scale=grad_scale,  # the kernel unscales the gradients (GradScaler without unscale_)
                 found_inf=found_inf,  # 1.0: the kernel writes nothing, so the moments stay as they were
             )
@@ -242,7 +240,7 @@ def _laid_out_like(t: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
 
 def _norms(tensors: list[torch.Tensor]) -> torch.Tensor:
     """L2 norm of each tensor; under FSDP the norms of sharded tensors (DTensor) are reduced across ranks."""
-    norms = torch._foreach_norm(tensors)
+    norms = compat.foreach_norm(tensors)
     return torch.stack([n.full_tensor() if hasattr(n, "full_tensor") else n for n in norms])
 
 
@@ -274,15 +272,20 @@ class AdamWeightDecay(torch.optim.AdamW):
             raise ValueError("AdamWeightDecay: the official optimizer has no amsgrad")
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, **kwargs)
 
-    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):  # noqa: ANN001, ANN202 - torch's
-        # torch creates the state of a parameter met for the first time here, its step count at 0: held at once.
-        new = [p for p in group["params"] if p.grad is not None and not self.state[p]]
-        has_complex = super()._init_group(
-            group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps
-        )
-        for p in new:
-            self.state[p]["step"].fill_(NO_BIAS_CORRECTION)
-        return has_complex
+    @torch.no_grad()
+    def step(self, closure=None):  # noqa: ANN001 - torch's Optimizer signature
+        # A parameter met for the first time gets its state here, in the layout torch's AdamW keeps (and
+        # load_state_dict restores), its step count held from the start; torch's AdamW then takes it as found.
+        for group in self.param_groups:
+            on_device = group.get("fused") or group.get("capturable")
+            count = torch.float32 if on_device or torch.get_default_dtype() != torch.float64 else torch.float64
+            for p in group["params"]:
+                if p.grad is not None and not self.state[p]:
+                    self.state[p]["step"] = torch.tensor(NO_BIAS_CORRECTION, dtype=count,
+                                                         device=p.device if on_device else "cpu")  # fmt: skip
+                    self.state[p]["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    self.state[p]["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        return super().step(closure)
 
     def load_state_dict(self, state_dict: dict) -> None:
         """torch's, with every step count held again (state saved by another Adam would count its steps)."""

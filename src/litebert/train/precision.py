@@ -8,6 +8,8 @@ import warnings
 
 import torch
 
+from litebert.model import compat
+
 
 def native_bf16(device: torch.device) -> bool:
     """Whether `device` multiplies bf16 matrices in hardware: a CUDA GPU that supports bf16, or a CPU with
@@ -20,10 +22,7 @@ def native_bf16(device: torch.device) -> bool:
     caps = torch.cpu.get_capabilities()
     if "avx512_bf16" in caps:  # an x86 CPU (cpuinfo lists x86 features there only)
         return bool(caps["avx512_bf16"] or caps.get("amx_bf16"))
-    try:  # ARM and others: whether oneDNN has bf16 kernels for this CPU
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):  # a build without oneDNN
-        return False
+    return compat.onednn_bf16()  # ARM and others: whether oneDNN has bf16 kernels for this CPU
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
