@@ -128,3 +128,12 @@ def test_albert_base_bundles_are_at_most_105_and_35_percent_of_its_safetensors(t
     int8 = quantize(fp32).model_bytes
     size = (tmp_path / "base" / "model.safetensors").stat().st_size
     assert len(fp32) <= 1.05 * size and len(int8) <= 0.35 * size, (size, len(fp32), len(int8))
+
+
+def test_an_onnxruntime_too_old_is_named_before_anything_is_written(model_dir, tmp_path, monkeypatch):
+    import onnxruntime
+
+    monkeypatch.setattr(onnxruntime, "__version__", "1.12.1")
+    with pytest.raises(ImportError, match=r"onnxruntime 1.12.1 is too old .* need 1.16 or newer"):
+        export_onnx(model_dir, tmp_path / "bundle")
+    assert not (tmp_path / "bundle").exists()
