@@ -8,7 +8,7 @@ import json
 import math
 
 from litebert.cli.flags import add_config_flags, config_flags, given, option_of
-from litebert.io import read_json
+from litebert.io.jobfiles import read_job_file
 from litebert.train import PretrainJob
 from litebert.train.job import preset_with_init
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="pretrain ALBERT (no arguments: the tiny preset on the packaged corpus, end to end)",
         description="Pretrain with LAMB, warmup + polynomial decay, exact resume; torchrun for many processes.",
     )
-    p.add_argument("--config", metavar="FILE", help="JSON job: preset, model, train, data, data_dir, ...")
+    p.add_argument("--config", metavar="FILE", help="job file, JSON or TOML (.toml): preset, model, train, data, ...")
     p.add_argument("--out", metavar="RUN_DIR", default="runs/default", help="run directory (default: %(default)s)")
     p.add_argument(
         "--resume", nargs="?", const=True, default=False, choices=("auto",),
@@ -61,10 +61,10 @@ def job_from_args(args: argparse.Namespace) -> tuple[PretrainJob, dict]:
     if args.resume is True and fixed:
         raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
                          "cannot change them (start a new run with --init-from RUN_DIR/model instead)")  # fmt: skip
-    job = PretrainJob.from_json(args.config) if args.config else PretrainJob()
+    job = PretrainJob.from_file(args.config) if args.config else PretrainJob()
     file_train: dict = {}
     if args.resume is True and args.config:  # the run keeps its model and data; a config file may change training only
-        raw = read_json(args.config)
+        raw = read_job_file(args.config)
         extra = sorted(set(raw) - {"train", "data_dir"})
         if extra:
             raise ValueError(f"{args.config}: --resume continues RUN_DIR with its own model and data; the config "

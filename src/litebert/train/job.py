@@ -21,6 +21,7 @@ from litebert.data.shards import built_seq_length, read_manifest
 from litebert.hf.directory import load_config
 from litebert.hf.tokenizer import write_hf_tokenizer_files
 from litebert.io import check_types, from_dict, read_json
+from litebert.io.jobfiles import read_job_file
 from litebert.model.config import PRESETS, ModelConfig, preset
 from litebert.text.read import ReadConfig
 from litebert.tokenizer.tokenizer import Tokenizer
@@ -132,8 +133,9 @@ class PretrainJob:
         return from_dict(cls, data, source=source)
 
     @classmethod
-    def from_json(cls, path: str | Path) -> PretrainJob:
-        return cls.from_dict(read_json(path), source=str(path))
+    def from_file(cls, path: str | Path) -> PretrainJob:
+        """The job of a JSON or TOML file (`.toml`: the same sections as tables, [train], [data], [model])."""
+        return cls.from_dict(read_job_file(path), source=str(path))
 
 
 def preset_with_init(preset: str) -> ValueError:
