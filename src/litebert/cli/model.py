@@ -51,7 +51,7 @@ def _params(args: argparse.Namespace) -> int:
         return 0
     from litebert.hf import read_model_config
     from litebert.model.config import preset
-    from litebert.model.params import format_count, with_overrides
+    from litebert.model.params import check_model_cost, format_count, with_overrides
 
     config = read_model_config(args.config) if args.config else preset(args.preset or "albert-base")
     config = with_overrides(
@@ -61,6 +61,7 @@ def _params(args: argparse.Namespace) -> int:
         num_hidden_groups=args.num_hidden_groups,
         vocab_size=args.vocab_size,
     )
+    check_model_cost(config, str(args.config or f"preset {args.preset or 'albert-base'}"))  # what a step would cost
     print(format_count(config))
     return 0
 

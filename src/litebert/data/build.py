@@ -47,8 +47,9 @@ from litebert.data.shards import (
     remove_partial,
     shard_digests,
     shard_sizes,
+    verify_kept_shards,
 )
-from litebert.io import LOCK_FILE, atomic_path, naming_full_disk, read_json, write_json, writing_dir
+from litebert.io import LOCK_FILE, atomic_path, naming_full_disk, read_json, staged_files, write_json, writing_dir
 from litebert.text.files import Paths, iter_files
 from litebert.text.read import READER_VERSION, ReadConfig, read_documents
 from litebert.text.sentences import split_sentences
@@ -177,7 +178,10 @@ def _prepare_out(out: Path, identity: dict) -> dict | None:
                 f"{out}: holds data built with other {_differences(previous, now)}; choose another --out or delete it"
             )
         if (out / MANIFEST).is_file():
-            return read_manifest(out)
+            manifest = read_manifest(out)
+            if _still_whole(out, manifest):
+                return manifest
+            (out / MANIFEST).unlink()  # its tokenizer copy or word-start mask are written again below
     elif any(p.name != LOCK_FILE for p in out.iterdir()):
         raise ValueError(f"{out}: not empty and not a litebert data directory; choose an empty --out")
     else:
@@ -185,6 +189,27 @@ def _prepare_out(out: Path, identity: dict) -> dict | None:
     for split in SPLITS:
         remove_partial(out / split)
     return None
+
+
+def _still_whole(out: Path, manifest: dict) -> bool:
+    """Check a complete build's shards against its manifest before a rerun reuses them (a damaged one is a
+    ValueError naming it); whether its tokenizer copy and word-start mask are still the build's (if not, said in
+    a warning, and written again)."""
+    for split in SPLITS:
+        verify_kept_shards(out / split, manifest["splits"][split]["sha256"])
+    try:
+        tok = Tokenizer.load(out / TOKENIZER_DIR)
+        same = tok.checksum == manifest["tokenizer_sha256"]
+        word_start = np.load(out / WORD_START, allow_pickle=False)
+        same &= np.array_equal(word_start, Vocab.from_tokenizer(tok).word_start)
+    except (OSError, ValueError) as exc:
+        same = False
+        warnings.warn(f"{out}: {exc}; writing it again", stacklevel=4)
+    else:
+        if not same:
+            warnings.warn(f"{out}: {TOKENIZER_DIR}/ or {WORD_START} differs from the build's; writing them again",
+                          stacklevel=4)  # fmt: skip
+    return same
 
 
 def _comparable(identity: dict) -> dict:
@@ -272,6 +297,8 @@ def _build(
     token_dtype = np.dtype(np.uint16 if vocab.vocab_size <= 1 << 16 else np.int32)
     known = _known_windows(out)
     skip, done = _resume_plan(out, known)
+    for split in SPLITS:  # each against its own record: a shard kept is the shard as it was written
+        verify_kept_shards(out / split)
     writers = {
         s: ShardWriter(out / s, config.examples_per_shard, token_dtype, first_shard=finished_shards(out / s))
         for s in SPLITS
@@ -289,8 +316,8 @@ def _build(
         w.close()
     with atomic_path(out / WORD_START, needed=vocab.word_start.nbytes) as tmp, open(tmp, "wb") as f:
         np.save(f, vocab.word_start)
-    (out / TOKENIZER_DIR).mkdir(exist_ok=True)
-    copy_tokenizer(tokenizer_dir, out / TOKENIZER_DIR)
+    with staged_files(out / TOKENIZER_DIR, "the data's copy of its tokenizer") as stage:
+        copy_tokenizer(tokenizer_dir, stage)  # whole, or the copy of a build before (the same tokenizer)
     manifest = _manifest(identity, vocab, token_dtype, out, totals, writers)
     write_json(manifest, out / MANIFEST, sort_keys=True)
     if config.eval_fraction > 0 and not manifest["splits"]["eval"]["examples"]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from litebert.io.limits import MAX_POSITIONS
+
 OBJECTIVES = ("sop", "nsp", "none")
 MASKINGS = ("static", "dynamic")
 
@@ -58,6 +60,7 @@ class DataConfig:
             self.dupe_factor = 40 if self.masking == "static" else 1
         # [CLS] A [SEP] B [SEP] needs room for at least one token of each segment and then some.
         _check_int("max_seq_length", self.max_seq_length, 8, 1 << 20)
+        MAX_POSITIONS.check(self.max_seq_length, "DataConfig.max_seq_length (--max-seq-length)")
         if self.max_predictions_per_seq is None:  # a fixed 20 was refused for sequences shorter than 20
             self.max_predictions_per_seq = min(20, self.max_seq_length)
         _check_int("max_predictions_per_seq", self.max_predictions_per_seq, 1, self.max_seq_length)
@@ -70,6 +73,9 @@ class DataConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"DataConfig.{name} must be a probability in [0, 1], got {value!r}")
+        if self.masked_lm_prob == 0:  # every example needs a masked position: the MLM loss and accuracy are over them
+            raise ValueError("DataConfig.masked_lm_prob must be above 0 (--masked-lm-prob): with nothing masked there "
+                             "is no MLM loss to train or evaluate")  # fmt: skip
         if self.eval_fraction == 1.0:
             raise ValueError("DataConfig.eval_fraction must be below 1 (no training documents would be left)")
 

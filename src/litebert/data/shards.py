@@ -149,6 +149,8 @@ def write_shard(split_dir: Path, index: int, batch: ExampleBatch, token_dtype: n
                     f.flush()
                     os.fsync(f.fileno())
                 digests[name] = hashing.sha256.hexdigest()
+            # the shard's own record, renamed with it: a resumed build verifies the shards it keeps against it
+            (tmp / SHARD_RECORD).write_text(json.dumps(digests, sort_keys=True), encoding="utf-8")
             os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # a resume after freeing space starts from the finished shards
@@ -167,6 +169,9 @@ class _Hashing:
         return self.f.write(data)
 
 
+SHARD_RECORD = "sha256.json"  # in each shard: the sha256 of its array files, written before the shard's rename
+
+
 def shard_digests(split_dir: Path, index: int) -> dict[str, str]:
     """The sha256 of each array file of a finished shard (the manifest of a resumed build needs those of the shards
     an earlier process wrote)."""
@@ -175,6 +180,43 @@ def shard_digests(split_dir: Path, index: int) -> dict[str, str]:
         with path.open("rb") as f:
             digests[path.stem] = hashlib.file_digest(f, "sha256").hexdigest()
     return digests
+
+
+def damaged_shard(split_dir: Path, index: int, expected: dict[str, str] | None = None) -> str | None:
+    """Why shard `index` of a split cannot be kept (None: its files are those written): their sha256 against
+    `expected` (the manifest's) or, without it, the shard's own record of them."""
+    path = split_dir / shard_name(index)
+    if expected is None:
+        try:
+            expected = json.loads((path / SHARD_RECORD).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return f"no readable record of its files ({SHARD_RECORD})"
+    if not isinstance(expected, dict) or not expected:
+        return "no record of its files' sha256"
+    found = shard_digests(split_dir, index)
+    for name in sorted(expected.keys() | found.keys()):
+        if expected.get(name) != found.get(name):
+            return f"{name}.npy " + ("is missing" if name not in found else "differs from its recorded sha256")
+    return None
+
+
+def verify_kept_shards(split_dir: Path, expected: list | None = None) -> None:
+    """Verify the finished shards of a split that a build is about to keep (against `expected`, the manifest's
+    digests, or each shard's own record): a damaged one is a ValueError naming it, since keeping it would give
+    data that is not the build's."""
+    n = finished_shards(split_dir)
+    if expected is not None and n < len(expected):
+        raise ValueError(f"{split_dir / shard_name(n)}: missing, though the manifest lists it; run the build again "
+                         "into a new --out (or delete this one)")  # fmt: skip
+    for k in range(n):
+        want = expected[k] if expected is not None and k < len(expected) else None
+        why = damaged_shard(split_dir, k, want) if expected is None or want is not None else "not in the manifest"
+        if why is not None:
+            path = split_dir / shard_name(k)
+            raise ValueError(
+                f"{path}: {why}: the shard changed after it was written (a disk error, or an edit); delete it and "
+                "the shards after it (or the whole --out) and run the build again to write them anew"
+            )
 
 
 class ShardWriter:

@@ -12,6 +12,7 @@ from typing import Any
 from litebert.finetune.heads import POOLED_HEADS, POOLINGS
 from litebert.finetune.tasks import TASKS
 from litebert.io import check_types
+from litebert.io.limits import MAX_POSITIONS, MAX_STEP_SEQUENCES
 from litebert.train.config import OPTIMIZERS, PRECISIONS
 
 
@@ -146,6 +147,13 @@ class FinetuneConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
+        MAX_STEP_SEQUENCES.check(
+            self.batch_size * self.grad_accum, "FinetuneConfig.batch_size (--batch-size x --grad-accum)",
+            f"batch_size {self.batch_size:,} x grad_accum {self.grad_accum:,}",
+        )  # fmt: skip
+        MAX_STEP_SEQUENCES.check(self.eval_batch_size, "FinetuneConfig.eval_batch_size (--eval-batch-size)")
+        if self.max_seq_length is not None:
+            MAX_POSITIONS.check(self.max_seq_length, "FinetuneConfig.max_seq_length (--max-seq-length)")
         if not 0 < self.lr < math.inf:
             raise ValueError(f"FinetuneConfig.lr must be a positive finite number, got {self.lr!r}")
         if not 0 <= self.seed < 2**63:  # numpy's default_rng (the batch order) takes no negative seed

@@ -10,6 +10,7 @@ output is line i of the input.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +22,9 @@ from litebert.finetune.run import check_tokenizer_fits
 from litebert.finetune.tasks.common import collate, open_text
 from litebert.hf.directory import load
 from litebert.hf.tokenizer import load_tokenizer
-from litebert.io import atomic_path, check_not_an_input
+from litebert.io import check_not_an_input, write_bytes
 from litebert.model.albert import Albert
+from litebert.model.params import check_step_memory
 from litebert.tokenizer.tokenizer import Tokenizer
 
 
@@ -62,6 +64,9 @@ def embed_texts(
                          "(max_position); longer texts are embedded as several windows anyway")  # fmt: skip
     if max_len < 3:
         raise ValueError(f"max_seq_length must be at least 3 ([CLS] + one token + [SEP]), got {max_len}")
+    # before the first batch: a batch whose activations cannot fit would only end out of memory
+    check_step_memory(backbone.config, min(batch_size, max(len(texts), 1)), max_len, training=False,
+                      device=next(backbone.parameters()).device)  # fmt: skip
     was_training = backbone.training
     backbone.eval()
     try:
@@ -117,9 +122,11 @@ def embed_file(
     result = embed_texts(backbone, tok, texts, batch_size=batch_size, max_seq_length=max_seq_length)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        # a file object: the path the caller named, and reports, is the path written (whole, or not at all)
-        with atomic_path(out, needed=result.vectors.nbytes) as tmp, open(tmp, "wb") as f:
-            np.save(f, result.vectors)
+        # through bytes: np.save into a file writes with tofile, whose short write on a full disk is an OSError
+        # without its errno ("17024 requested and 992 written"); write_bytes names the file and the space
+        buffer = io.BytesIO()
+        np.save(buffer, result.vectors)
+        write_bytes(out, buffer.getvalue())  # at the path the caller named, whole or not at all
     return result
 
 

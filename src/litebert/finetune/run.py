@@ -37,12 +37,12 @@ from litebert.finetune.heads import FinetuneModel, build_head
 from litebert.finetune.resume import RESULTS_FILE, check_fresh, resume_checkpoint, resumed_model
 from litebert.finetune.tasks import Task, TaskData, get_task
 from litebert.finetune.tasks.common import collate
-from litebert.hf.directory import load, save
+from litebert.hf.directory import load, write_saved
 from litebert.hf.tokenizer import load_tokenizer
-from litebert.io import write_json, writing_dir
+from litebert.io import staged_files, write_json, writing_dir
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
-from litebert.model.params import TRAINING_COPIES, check_model_size
+from litebert.model.params import TRAINING_COPIES, check_model_size, check_step_memory
 from litebert.model.weights import HEAD_FILE, META_FILE, write_safetensors
 from litebert.tokenizer.tokenizer import Tokenizer
 from litebert.train import dist
@@ -172,6 +172,8 @@ def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta
             base, tok = load_pretrained(cfg)
             loaded = int(device.type == "cpu")  # the weights are in host memory already
             check_model_size(base.config, copies=TRAINING_COPIES - loaded, device=device, what=f"--init {cfg.init}")
+            check_step_memory(base.config, cfg.batch_size, cfg.max_seq_length, device=device,
+                              what=f"FinetuneConfig.batch_size ({cfg.batch_size:,}, --batch-size)")  # fmt: skip
         else:
             base, tok = None, load_tokenizer(ckpt)
         task, state = get_task(cfg.task), {}
@@ -359,26 +361,16 @@ def write_results(result: FinetuneResult, cfg: FinetuneConfig, state: dict, trai
 
 
 def _save_whole(model: FinetuneModel, directory: Path, task: str, state: dict, cfg: FinetuneConfig, tok: Any) -> None:
-    """save_finetuned into a fresh directory, then swapped in: an interrupted save never pairs one step's model
-    with another's head."""
-    fresh, old = directory.with_name(f".{directory.name}.tmp"), directory.with_name(f".{directory.name}.old")
-    for leftover in (fresh, old):
-        shutil.rmtree(leftover, ignore_errors=True)
-    try:
-        save_finetuned(model, fresh, task, state, cfg, tok)
-    except BaseException:
-        shutil.rmtree(fresh, ignore_errors=True)  # a failed save leaves the last best/ alone and nothing beside it
-        raise
-    if directory.exists():
-        directory.rename(old)
-    fresh.rename(directory)
-    shutil.rmtree(old, ignore_errors=True)
+    """save_finetuned with every file staged (litebert.io.staged_files): at any instant of a kill, `directory`
+    holds the last best model or the new one whole, never one step's model with another's head."""
+    with staged_files(directory, "the directory of the best model") as stage:
+        save_finetuned(model, stage, task, state, cfg, tok)
 
 
 def save_finetuned(
     model: FinetuneModel, directory: Path, task: str, state: dict, cfg: FinetuneConfig, tok: Any
 ) -> None:
-    save(model.pretrained, directory, tokenizer_dir=tok.dir)
+    write_saved(model.pretrained, directory, tokenizer_dir=tok.dir)
     write_safetensors(model.head.state_dict(), directory / HEAD_FILE, {"format": "pt", "producer": "litebert"})
     meta = {
         "task": task,

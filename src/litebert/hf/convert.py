@@ -21,7 +21,7 @@ from litebert.hf.names import (
     to_hf_state_dict,
 )
 from litebert.hf.tokenizer import HF_TOKENIZER_CONFIG, copy_tokenizer_with_hf_files
-from litebert.io import read_json, write_json
+from litebert.io import read_json, unfinished_files, write_json
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.params import LOADING_COPIES, check_model_size
 from litebert.model.weights import (
@@ -227,11 +227,15 @@ def check_destination(dst_dir: str | Path, found: list[str]) -> None:
     dst = Path(dst_dir)
     if dst.exists() and not dst.is_dir():
         raise ValueError(f"{dst}: a file, not a directory; convert into a new or empty directory")
+    # the files of a conversion killed while moving them in are its own: the conversion runs again over them
+    unfinished = set(unfinished_files(dst))
+    found = [name for name in found if name not in unfinished]
     if found:
         raise ValueError(f"{dst}: already holds a model ({', '.join(found)}); convert into a new or empty directory, "
                          "or remove this one first to replace it")  # fmt: skip
     # a clone of a hub repository (.git, .gitattributes, README.md) is where a converted model often goes
-    others = sorted(p.name for p in dst.iterdir() if not p.name.startswith((".", "README"))) if dst.is_dir() else []
+    others = sorted(p.name for p in dst.iterdir() if not p.name.startswith((".", "README")) and p.name not in unfinished
+                    ) if dst.is_dir() else []  # fmt: skip
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         raise ValueError(f"{dst}: not empty ({shown}); convert into a new or empty directory, so that no file "

@@ -79,7 +79,15 @@ def load(directory: str | Path) -> AlbertForPretraining:
 
 def save(model: nn.Module, directory: str | Path, tokenizer_dir: str | Path | None = None) -> Path:
     """Write config.json and model.safetensors into `directory`, and the tokenizer of `tokenizer_dir` (if given)
-    with transformers' tokenizer files, so that both libraries read the directory."""
+    with transformers' tokenizer files, so that both libraries read the directory. The files appear together
+    (litebert.io.staged_files): a kill at any instant leaves the directory's old files or all the new ones."""
+    with staged_files(directory, "the directory to save the model into") as stage:
+        write_saved(model, stage, tokenizer_dir)
+    return Path(directory)
+
+
+def write_saved(model: nn.Module, directory: str | Path, tokenizer_dir: str | Path | None = None) -> Path:
+    """The files of `save`, written into `directory` as they come (a staging or checkpoint directory)."""
     directory = save_model(model, directory)
     if tokenizer_dir is not None:
         copy_tokenizer_with_hf_files(tokenizer_dir, directory)
@@ -93,7 +101,7 @@ def import_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
     check_destination(dst_dir, model_files(dst_dir))
     model = load_hf(src_dir)
     with _converting_into(dst_dir) as stage:
-        save(model, stage, tokenizer_dir=src_dir)
+        write_saved(model, stage, tokenizer_dir=src_dir)
     return Path(dst_dir)
 
 
@@ -116,8 +124,8 @@ def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
 @contextmanager
 def _converting_into(dst_dir: str | Path) -> Iterator[Path]:
     """dst_dir locked, and a staging directory whose files move into it once all are written (a failure, a full
-    disk included, leaves dst_dir as it was, so the conversion can simply be run again); checked again under the
-    lock, for a conversion that wrote there meanwhile."""
-    with staged_files(dst_dir, "the destination names the directory to convert into") as stage:
+    disk or a kill included, leaves dst_dir as it was or the conversion whole, see staged_files); checked again
+    under the lock, for a conversion that wrote there meanwhile."""
+    with staged_files(dst_dir, "the destination names the directory to convert into", discard_unfinished=True) as stage:
         check_destination(dst_dir, model_files(dst_dir))
         yield stage

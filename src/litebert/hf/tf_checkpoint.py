@@ -39,10 +39,11 @@ import torch
 from litebert.hf.convert import check_destination, model_files
 from litebert.hf.tf_bundle import TFCheckpoint, find_checkpoint
 from litebert.hf.tokenizer import write_hf_tokenizer_files
-from litebert.io import read_json, write_bytes
+from litebert.io import read_json, staged_files, write_bytes
 from litebert.model.albert import layer_groups
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
+from litebert.model.params import LOADING_COPIES, check_model_cost, check_model_size
 from litebert.model.weights import check_state_dict, save_model
 from litebert.text.normalize import Normalizer
 from litebert.tokenizer.tokenizer import MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
@@ -99,6 +100,7 @@ def config_from_albert_json(data: dict[str, Any], *, source: str = CONFIG_NAME) 
     fields = {ours: data[theirs] for theirs, ours in _CONFIG_NAMES.items()}
     fields.update(hidden_act=_ACTIVATIONS[act], layer_norm_eps=1e-12, sharing="all", embedding_projection=None)
     config = ModelConfig.from_dict(fields, source=source)
+    check_model_cost(config, source)  # before the layers are listed below
     official = layer_groups(config.num_layers, config.num_hidden_groups, "official")
     if official != layer_groups(config.num_layers, config.num_hidden_groups):  # the official rounding: kept
         return dataclasses.replace(config, group_rule="official")
@@ -296,6 +298,7 @@ def load_tf_with_coverage(
     ckpt = TFCheckpoint(find_checkpoint(path))
     config_path = Path(config_file) if config_file is not None else _config_file(ckpt.prefix.parent)
     config = read_albert_config(config_path)
+    check_model_size(config, copies=LOADING_COPIES, what=str(config_path))  # before any tensor is made
     model = AlbertForPretraining(config)
     coverage = check_variables(ckpt, model, str(config_path))
     tensors = tf_state_dict(ckpt, config)
@@ -309,7 +312,9 @@ def tf_coverage(path: str | Path, *, config_file: str | Path | None = None) -> C
     no tensor is read."""
     ckpt = TFCheckpoint(find_checkpoint(path))
     config_path = Path(config_file) if config_file is not None else _config_file(ckpt.prefix.parent)
-    return check_variables(ckpt, AlbertForPretraining(read_albert_config(config_path)), str(config_path))
+    config = read_albert_config(config_path)
+    check_model_size(config, copies=1, what=str(config_path))  # before any tensor is made
+    return check_variables(ckpt, AlbertForPretraining(config), str(config_path))
 
 
 def load_tf(path: str | Path, *, config_file: str | Path | None = None) -> AlbertForPretraining:
@@ -365,13 +370,16 @@ def convert_tf(
     if tok is not None and tok.vocab_size != model.config.vocab_size:
         raise ValueError(f"{spm_path}: {tok.vocab_size} pieces, but the checkpoint's vocab_size is "
                          f"{model.config.vocab_size}; pass spm_model=... naming the model's own")  # fmt: skip
-    save_model(model, out)
+    # every file staged and moved in together (staged_files): a kill leaves `out` as it was or the model whole
+    with staged_files(out, "the destination names the directory to convert into", discard_unfinished=True) as stage:
+        check_destination(out, model_files(out))  # again under the lock: a conversion into it meanwhile
+        save_model(model, stage)
+        if tok is not None:
+            write_bytes(stage / MODEL_FILE, tok.model_proto)
+            tok.dir = stage
+            write_settings(tok)
+            write_hf_tokenizer_files(Tokenizer.load(stage))  # what litebert reads back, and transformers' files
     if tok is None:
         warnings.warn(f"{prefix.parent}: no SentencePiece model (*.model) beside the checkpoint; {out} holds no "
                       "tokenizer (pass spm_model=... to add one)", stacklevel=2)  # fmt: skip
-        return out
-    write_bytes(out / MODEL_FILE, tok.model_proto)
-    tok.dir = out
-    write_settings(tok)
-    write_hf_tokenizer_files(Tokenizer.load(out))  # what litebert reads back, and transformers' files from it
     return out

@@ -8,7 +8,8 @@ line). `from_dict` and `check_types` build a `@dataclass(kw_only=True)` config f
 and wrongly typed value named: each stage's config uses them.
 
 Writers: every file litebert writes goes to a temporary name first and is renamed when whole (`atomic_path`; a
-directory of files, `staged_files`), and a full disk met on the way is a `DiskFullError` naming the file and the
+directory of files, `staged_files`: the old files or all the new ones at any instant of a kill, `check_whole` for
+its readers), and a full disk met on the way is a `DiskFullError` naming the file and the
 space it needed, the temporary file removed. A command that writes a directory holds its lock (`lock_dir`): a
 second writer is refused with the holder named.
 """
@@ -29,12 +30,15 @@ from litebert.io.locks import LOCK_FILE, DirectoryInUseError, DirectoryLock, loc
 from litebert.io.writes import (
     DiskFullError,
     atomic_path,
+    check_whole,
     copy_file,
     fsync_path,
     is_disk_full,
     naming_full_disk,
+    settle,
     staged_files,
     temporary_name,
+    unfinished_files,
     write_bytes,
     writing_dir,
 )
@@ -51,6 +55,7 @@ __all__ = [
     "check_input_file",
     "check_not_an_input",
     "check_types",
+    "check_whole",
     "copy_file",
     "format_suffix",
     "from_dict",
@@ -61,8 +66,10 @@ __all__ = [
     "naming_full_disk",
     "open_bytes",
     "read_json",
+    "settle",
     "staged_files",
     "temporary_name",
+    "unfinished_files",
     "write_bytes",
     "write_json",
     "writing_dir",

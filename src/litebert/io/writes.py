@@ -1,13 +1,22 @@
 """Writing whole files or none: every file litebert writes goes to a temporary name first and is renamed when
-whole (`atomic_path`; a directory of files, `staged_files`), and a full disk met on the way is a `DiskFullError`
-naming the file and the space it needed, the temporary file removed."""
+whole (`atomic_path`), and a full disk met on the way is a `DiskFullError` naming the file and the space it
+needed, the temporary file removed. A directory of files (a tokenizer, a model, a converted model) is written by
+`staged_files`: its old files or all the new ones at any instant of a kill, a half-moved one recognised by its
+journal's record and finished by the next writer (`settle`) or reader (`check_whole`), and what dead processes
+left behind removed."""
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import itertools
+import json
 import os
+import re
 import shutil
+import socket
+import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,11 +141,14 @@ def writing_dir(directory: str | Path, what: str) -> Iterator[Path]:
 
 
 @contextmanager
-def staged_files(directory: str | Path, what: str) -> Iterator[Path]:
-    """`directory` as writing_dir gives it, and a hidden directory inside it for the block to write files into:
-    they are moved into `directory` when the block completes (renames: no space needed) and deleted when it fails,
-    so that `directory` gets all the new files or none. A full disk names the file in `directory`."""
+def staged_files(directory: str | Path, what: str, *, discard_unfinished: bool = False) -> Iterator[Path]:
+    """`directory` as writing_dir gives it, and a hidden directory inside it for the block to write files into,
+    moved into `directory` when the block completes, so that `directory` holds its old files or all the new ones
+    at any instant, a kill -9 included (see `settle`). A failure deletes the new files; a full disk names the file
+    in `directory`. What killed processes left in `directory` is settled first (`discard_unfinished`: see
+    settle)."""
     with writing_dir(directory, what) as directory:
+        settle(directory, discard_unfinished=discard_unfinished)
         stage = temporary_name(directory / "staged")
         stage.mkdir()
         try:
@@ -145,7 +157,135 @@ def staged_files(directory: str | Path, what: str) -> Iterator[Path]:
             except DiskFullError as exc:
                 named = directory / exc.path.relative_to(stage) if exc.path.is_relative_to(stage) else exc.path
                 raise DiskFullError(named, exc.needed) from None
-            for f in sorted(stage.iterdir()):
-                os.replace(f, directory / f.name)
+            _commit(stage, directory)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
+
+
+# A staged directory is committed by one rename: the stage, its record of every file written last, becomes
+# DIR/.incoming, the journal. Its files are then moved into DIR one by one and the journal removed. A kill before
+# that rename leaves the old files (and a stage of a dead process, removed by the next writer); a kill after it
+# leaves a journal, from which the next writer or reader of DIR finishes the moves: the new files, whole.
+JOURNAL = ".incoming"
+RECORD = ".record.json"  # in the journal: name -> size and sha256 of every file it brings, the writer
+
+
+def _commit(stage: Path, directory: Path) -> None:
+    files = {}
+    for f in sorted(stage.iterdir()):
+        if f.is_dir() and not f.is_symlink():
+            raise IsADirectoryError(f"{f}: a directory in a staged output; stage files only")
+        files[f.name] = {"bytes": f.stat().st_size, "sha256": _sha256(f)}
+    record = {"files": files, "pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv)}
+    with open(stage / RECORD, "w", encoding="utf-8") as out:
+        json.dump(record, out)
+    os.replace(stage, directory / JOURNAL)  # the new files are committed: old or new, never a mix
+    _finish(directory)
+
+
+def _finish(directory: Path) -> None:
+    """Move the journal's files into `directory` (each rename idempotent from wherever a kill left off), check
+    every file the record names, then remove the journal."""
+    journal = directory / JOURNAL
+    record = _read_record(journal)
+    for name in sorted(record["files"]):
+        if (journal / name).exists() or (journal / name).is_symlink():
+            os.replace(journal / name, directory / name)
+    for name, want in sorted(record["files"].items()):
+        path = directory / name
+        if not path.is_file() or path.stat().st_size != want["bytes"] or _sha256(path) != want["sha256"]:
+            raise ValueError(
+                f"{path}: differs from the record {journal / RECORD} of the litebert process that wrote it "
+                "(changed since?); run the command that writes the directory again"
+            )
+    (journal / RECORD).unlink()
+    journal.rmdir()
+
+
+def _read_record(journal: Path) -> dict:
+    try:
+        record = json.loads((journal / RECORD).read_bytes())
+        if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
+            raise ValueError("not a record")
+        return record
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{journal}: a half-moved output whose record {RECORD} cannot be read ({exc}); run the "
+                         "command that writes the directory again") from None  # fmt: skip
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def settle(directory: str | Path, *, discard_unfinished: bool = False) -> None:
+    """Put `directory` in order after a killed writer, under its lock (the caller holds it): finish the moves of a
+    committed journal (the new files, checked against its record), and remove the temporary files and stages
+    that processes no longer running left (their names carry their pid: `temporary_name`).
+    `discard_unfinished`: remove the journal's files instead, moved or not (a conversion, whose destination is new
+    or empty, runs again from there)."""
+    directory = Path(directory)
+    journal = directory / JOURNAL
+    if discard_unfinished and journal.is_dir() and not journal.is_symlink():
+        for name in unfinished_files(directory):
+            (directory / name).unlink(missing_ok=True)
+        shutil.rmtree(journal, ignore_errors=True)
+    if journal.is_dir() and not journal.is_symlink():
+        if (journal / RECORD).is_file() or any(journal.iterdir()):
+            warnings.warn(f"{directory}: finishing the move of the files a litebert process that is no longer "
+                          "running had written", stacklevel=3)  # fmt: skip
+            _finish(directory)
+        else:
+            journal.rmdir()  # killed after the record was moved away: nothing left to do
+    for leftover in directory.glob(".*.tmp"):
+        match = _TMP_NAME.fullmatch(leftover.name)
+        if match and int(match["pid"]) != os.getpid() and not _running(int(match["pid"])):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
+def unfinished_files(directory: str | Path) -> list[str]:
+    """The names of the files a killed writer's journal brings into `directory` (moved already or not); [] when
+    there is no journal."""
+    journal = Path(directory) / JOURNAL
+    if not journal.is_dir():
+        return []
+    try:
+        return sorted(_read_record(journal)["files"])
+    except ValueError:
+        return sorted(p.name for p in journal.iterdir() if p.name != RECORD)
+
+
+_TMP_NAME = re.compile(r"\..+\.(?P<pid>\d+)-\d+\.tmp")  # temporary_name's
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):  # another user's process: alive
+        return True
+    return True
+
+
+def check_whole(directory: str | Path) -> None:
+    """For a reader of an output directory: finish the moves a killed writer left in its journal (taking the
+    directory's lock; a writer still at work is a DirectoryInUseError naming it), so a reader never sees a mix of
+    old and new files. Nothing to do (and nothing written) without a journal."""
+    directory = Path(directory)
+    if not (directory / JOURNAL).is_dir():
+        return
+    try:
+        with lock_dir(directory):
+            settle(directory)
+    except PermissionError as exc:  # a directory this user cannot write: said, not half read
+        raise ValueError(
+            f"{directory}: half written (a litebert process was killed while moving its files in) "
+            f"and not writable here to finish ({exc}); run the command that wrote it again"
+        ) from None

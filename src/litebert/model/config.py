@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from litebert.io import from_dict, read_json, write_json
+from litebert.io.limits import MAX_POSITIONS
 
 SHARING = ("all", "attention", "ffn", "none")
 # Any size past this is no model (torch's sizes overflow long before): refused here with its field named. Sizes
@@ -78,6 +79,8 @@ class ModelConfig:
                 huge = isinstance(value, int) and value > MAX_DIMENSION
                 shown = f" of at most {MAX_DIMENSION:,}, got {value:.3g}" if huge else f", got {value!r}"
                 raise ValueError(f"ModelConfig.{name} must be a positive integer{shown}")
+        # attention over that many positions never ends (a step's cost grows with their square)
+        MAX_POSITIONS.check(self.max_position, "ModelConfig.max_position")
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"ModelConfig.hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads})"

@@ -3,8 +3,8 @@ check that a model fits in memory before any of its tensors is made.
 
 Counts come from building the real modules (on the meta device, so xxlarge costs no memory), never from a
 formula kept beside the code, so the table cannot drift from what `model.py` builds. A config of more than
-BUILT_UNITS layers (or groups) is counted from two builds of one and two: at a given sharing, every layer (or
-group) adds the same parameters, so the count is exact without building a billion layers.
+BUILT_UNITS layers (or blocks) is counted from two builds of one and two: at a given sharing, every layer (or
+block) adds the same parameters, so the count is exact without building a billion layers.
 
 `check_model_size` refuses, with the figures, a model whose float32 weights (times the copies a use needs:
 loading holds the file's tensors beside the model's, training adds gradients and two optimizer moments) exceed the
@@ -21,11 +21,12 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
+from litebert.io.limits import MAX_LAYERS
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.paper import paper_rows
 
-BUILT_UNITS = 64  # layers (groups with sharing "all") up to which the model is built whole to be counted
+BUILT_UNITS = 64  # layers (blocks with sharing "all") up to which the model is built whole to be counted
 BYTES_PER_PARAM = 4  # float32 weights (bf16 and fp16 training keep float32 master weights)
 TRAINING_COPIES = 4  # weights, gradients and the two moments of LAMB or AdamW
 LOADING_COPIES = 2  # the tensors read from the file, and the model's own
@@ -50,21 +51,23 @@ class ParamCount:
 
 def count_parameters(config: ModelConfig) -> ParamCount:
     """The exact parameter count of AlbertForPretraining(config), by part."""
+    if config.sharing == "all":  # the layers share the groups' blocks: their number adds no parameter
+        config = replace(config, num_layers=config.num_hidden_groups)
     if _units(config) <= BUILT_UNITS:
         return _built(config)
     return extrapolated_count(config)
 
 
 def _units(config: ModelConfig) -> int:
-    """What the encoder's parameters grow with: the groups with sharing "all", else the layers."""
-    return config.num_hidden_groups if config.sharing == "all" else config.num_layers
+    """What the encoder's parameters grow with: the blocks of all groups with sharing "all", else the layers."""
+    return config.num_hidden_groups * config.inner_group_num if config.sharing == "all" else config.num_layers
 
 
 def extrapolated_count(config: ModelConfig) -> ParamCount:
-    """The count of `config` from builds with one and two layers (groups): each adds the same parameters."""
+    """The count of `config` from builds with one and two layers (blocks): each adds the same parameters."""
 
     def with_units(n: int) -> ModelConfig:
-        grouped = {"num_hidden_groups": n} if config.sharing == "all" else {}
+        grouped = {"num_hidden_groups": n, "inner_group_num": 1} if config.sharing == "all" else {}
         return replace(config, num_layers=n, **grouped)
 
     one, two = _built(with_units(1)), _built(with_units(2))
@@ -132,14 +135,15 @@ def check_model_size(
 ) -> ParamCount:  # fmt: skip
     """Refuse `config` before any tensor is made when `copies` float32 copies of its weights (a `shards`-th of them
     each, as FSDP spreads them) exceed the memory available on `device` (None or a CPU: the host's), or, with
-    LITEBERT_MAX_PARAMS set, when its parameters exceed that number instead. Returns the count. `what` names the
-    config in the message (e.g. its file)."""
+    LITEBERT_MAX_PARAMS set, when its parameters exceed that number instead; then a forward pass past the cost
+    limits (check_model_cost). Returns the count. `what` names the config in the message (e.g. its file)."""
     count = count_parameters(config)
     total = count.total
     limit = _max_params()
     if limit is not None:
         if total > limit:
             raise ModelTooLargeError(f"{what}: a model of {total:,} parameters, more than {MAX_PARAMS_ENV}={limit:,}")
+        check_model_cost(config, what)
         return count
     needed = total * BYTES_PER_PARAM * copies // shards
     free, where = available_memory(device)
@@ -152,7 +156,42 @@ def check_model_size(
             f"intermediate_size, vocab_size x embedding_size), or set {MAX_PARAMS_ENV} to check against a limit "
             "of your own instead"
         )
+    check_model_cost(config, what)  # a model that fits, and whose forward pass must also end
     return count
+
+
+def check_model_cost(config: ModelConfig, what: str = "ModelConfig") -> None:
+    """Refuse a config whose forward pass applies more layers than LITEBERT_MAX_LAYERS allows (a billion shared
+    layers are few parameters, and a step that never ends), before any tensor is made."""
+    MAX_LAYERS.check(
+        config.num_layers * config.inner_group_num, f"{what}: num_layers",
+        f"num_layers {config.num_layers:,} x inner_group_num {config.inner_group_num:,}",
+    )  # fmt: skip
+
+
+def step_activation_bytes(config: ModelConfig, batch_size: int, seq_len: int, *, training: bool = True) -> int:
+    """A lower bound on the activation memory of one forward pass of `batch_size` sequences of `seq_len` tokens:
+    each applied layer's FFN input and intermediate output (float32), which any attention kernel keeps for the
+    backward pass (`training`), one layer's at a time otherwise."""
+    per_layer = batch_size * seq_len * (config.intermediate_size + config.hidden_size) * BYTES_PER_PARAM
+    return per_layer * (config.num_layers * config.inner_group_num if training else 1)
+
+
+def check_step_memory(
+    config: ModelConfig, batch_size: int, seq_len: int, *, device: torch.device | str | None = None,
+    training: bool = True, what: str = "--batch-size",
+) -> None:  # fmt: skip
+    """Refuse, before any tensor is made, a micro-batch whose activations alone (step_activation_bytes, a lower
+    bound) exceed the memory available on `device`: a step that could only end out of memory."""
+    needed = step_activation_bytes(config, batch_size, seq_len, training=training)
+    free, where = available_memory(device)
+    if free is not None and needed > free:
+        raise ModelTooLargeError(
+            f"{what}: {batch_size:,} sequences of {seq_len:,} tokens need at least {needed / 1e9:,.1f} GB of "
+            f"activations{' for the backward pass' if training else ''}, more than the {free / 1e9:,.1f} GB of "
+            f"{where} available; lower the batch size (a larger --grad-accum keeps the sequences per step) or the "
+            "sequence length"
+        )
 
 
 def _max_params() -> int | None:

@@ -18,7 +18,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from litebert.io import atomic_path, read_json, write_json
+from litebert.io import atomic_path, check_whole, read_json, write_json
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.params import LOADING_COPIES, check_model_size
@@ -128,6 +128,7 @@ def read_config_json(directory: Path) -> dict[str, Any]:
     if not directory.is_dir():
         what = "is a file, not a model directory" if directory.exists() else "model directory not found"
         raise FileNotFoundError(f"{directory}: {what}")
+    check_whole(directory)  # a model a killed writer was moving in is finished first, never read mixed
     if not path.is_file() and (directory / "model" / CONFIG_FILE).is_file():  # a pretraining run directory
         raise FileNotFoundError(
             f"{directory}: no {CONFIG_FILE}; a pretraining run keeps its model in {directory / 'model'}"

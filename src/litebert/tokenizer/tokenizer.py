@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import sentencepiece as spm
 
-from litebert.io import copy_file, read_json, write_json
+from litebert.io import check_whole, copy_file, read_json, write_json
 from litebert.text.normalize import Normalizer, normalize_aligned
 
 MODEL_FILE = "spiece.model"
@@ -78,6 +78,8 @@ class Tokenizer:
         """The tokenizer of `directory`: its spiece.model with the normalisation its settings file records, or
         with `normalizer` (litebert.hf.load_tokenizer reads transformers' flags), else ALBERT's own."""
         directory = Path(directory)
+        if directory.is_dir():
+            check_whole(directory)  # a tokenizer a killed writer was moving in is finished first, never read mixed
         model = directory / MODEL_FILE
         if not model.is_file():
             raise FileNotFoundError(f"no {MODEL_FILE} in tokenizer directory {directory}")

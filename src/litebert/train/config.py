@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from litebert.io import check_types, from_dict, write_json
+from litebert.io.limits import MAX_STEP_SEQUENCES
 
 # lamb: ALBERT's pretraining LAMB; adamw_official: ALBERT's fine-tuning Adam (no bias correction); adamw: torch's
 OPTIMIZERS = ("lamb", "adamw", "adamw_official")
@@ -87,6 +88,10 @@ class TrainConfig:
         for name in ("max_steps", "batch_size", "grad_accum", "save_every", "keep_last", "eval_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        MAX_STEP_SEQUENCES.check(
+            self.batch_size * self.grad_accum, "TrainConfig.batch_size (--batch-size x --grad-accum)",
+            f"batch_size {self.batch_size:,} x grad_accum {self.grad_accum:,}",
+        )  # fmt: skip
         if self.log_every < 1:
             raise ValueError(f"TrainConfig.log_every must be >= 1, got {self.log_every}")
         if not 0 <= self.seed < 2**63:  # numpy's SeedSequence (the data order) takes no negative seed
