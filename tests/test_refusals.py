@@ -144,3 +144,25 @@ def test_a_micro_batch_whose_activations_cannot_fit_is_refused(monkeypatch):
                        r"1\.5 GB of activations for the backward pass, more than the 1\.0 GB"):  # fmt: skip
         params.check_step_memory(config, 16, 512)
     params.check_step_memory(config, 64, 512, training=False)  # one layer at a time
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00", b"not a model"], ids=["0 bytes", "1 byte", "text"])
+def test_a_damaged_spiece_model_is_named_by_every_reader(content, tmp_path, capsys, tokenizer_dir, moby_dick):
+    tok = tmp_path / "tok"
+    shutil.copytree(tokenizer_dir, tok)
+    (tok / "spiece.model").write_bytes(content)
+    argv = ["data", "build", str(moby_dick / "chapter_1.txt"), "--tokenizer", str(tok), "--out", str(tmp_path / "d")]
+    _refused(capsys, argv, f"{tok / 'spiece.model'}: ")
+
+
+@pytest.mark.parametrize("field, value", [("offset", (1 << 63) + 5), ("offset", -3), ("size", 1 << 64)])
+def test_a_tf_index_entry_no_file_offset_can_hold_is_named(field, value):
+    import dataclasses
+
+    from litebert.hf.tf_bundle import TFCheckpoint
+
+    ckpt = TFCheckpoint(TF_GROUPED / "model.ckpt-best")
+    name = next(iter(ckpt.entries))
+    ckpt.entries[name] = dataclasses.replace(ckpt.entries[name], **{field: value})
+    with pytest.raises(ValueError, match=f"corrupt checkpoint index: variable {name} has offset"):
+        ckpt._check_shards()

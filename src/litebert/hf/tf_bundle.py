@@ -240,6 +240,9 @@ class TFCheckpoint:
                 if not path.is_file():
                     raise FileNotFoundError(f"{path}: data file of {self.index_path} not found (variable {e.name})")
                 sizes[e.shard] = path.stat().st_size
+            if not (0 <= e.offset < 1 << 63 and 0 <= e.size < 1 << 63):  # int64 fields: a file offset cannot hold it
+                raise ValueError(f"{self.index_path}: corrupt checkpoint index: variable {e.name} has offset "
+                                 f"{e.offset} and size {e.size} in {self.shard_path(e.shard).name}")  # fmt: skip
             if e.offset + e.size > sizes[e.shard]:
                 raise ValueError(f"{self.shard_path(e.shard)}: truncated: variable {e.name} needs bytes "
                                  f"{e.offset}..{e.offset + e.size}, the file has {sizes[e.shard]}")  # fmt: skip
@@ -263,9 +266,12 @@ class TFCheckpoint:
             raise ValueError(f"{self.index_path}: variable {name}: {e.size} bytes for shape {e.shape} of "
                              f"{e.dtype_name} (corrupt index)")  # fmt: skip
         path, raw = self.shard_path(e.shard), bytearray(e.size)
-        with open(path, "rb") as f:
-            f.seek(e.offset)
-            got = f.readinto(raw)
+        try:
+            with open(path, "rb") as f:
+                f.seek(e.offset)
+                got = f.readinto(raw)
+        except OSError as exc:  # e.g. an offset the file system cannot seek to: the file and the variable named
+            raise ValueError(f"{path}: variable {name} cannot be read at offset {e.offset} ({exc})") from None
         if got != e.size:
             raise ValueError(f"{path}: truncated: variable {name} needs bytes {e.offset}..{e.offset + e.size}")
         if e.crc is not None and masked_crc32c(raw) != e.crc:

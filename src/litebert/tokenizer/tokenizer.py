@@ -85,12 +85,15 @@ class Tokenizer:
             raise FileNotFoundError(f"no {MODEL_FILE} in tokenizer directory {directory}")
         settings = _read_settings(directory)
         proto = model.read_bytes()
+        if not proto:  # sentencepiece takes an empty model for one without pieces, and fails on the first id
+            raise ValueError(f"{model}: empty (0 bytes), not a SentencePiece model; train the tokenizer again, or "
+                             "copy it back from where it was trained")  # fmt: skip
         expected = settings.pop("model_sha256", None)
         if normalizer is None or (directory / SETTINGS_FILE).is_file():
             normalizer = Normalizer(**settings)
         try:  # parsed first: a corrupt or cut file is said to be one, not another tokenizer's
             tok = cls(proto, normalizer, directory)
-        except RuntimeError as exc:  # sentencepiece's parse error
+        except (RuntimeError, IndexError) as exc:  # sentencepiece's parse error; a model without pieces
             raise ValueError(f"{model}: not a SentencePiece model, or a damaged one ({exc}); train the tokenizer "
                              "again, or copy it back from where it was trained") from None  # fmt: skip
         if expected is not None and tok.checksum != expected:
