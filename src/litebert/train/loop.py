@@ -238,7 +238,7 @@ def fit(
     with. Raises NonFiniteLossError, or TrainingInterrupted after a checkpoint when SIGTERM or SIGINT came."""
     window = Window(tr, carried)
     done, pending = Fitted(step=step), []
-    with Signals(what) as signals:
+    with Signals(what, hooks.last_checkpoint) as signals:
         vote = StepVote(tr.env, signals)
         try:
             while done.step < tr.cfg.max_steps:
