@@ -166,3 +166,11 @@ def test_a_tf_index_entry_no_file_offset_can_hold_is_named(field, value):
     ckpt.entries[name] = dataclasses.replace(ckpt.entries[name], **{field: value})
     with pytest.raises(ValueError, match=f"corrupt checkpoint index: variable {name} has offset"):
         ckpt._check_shards()
+
+
+def test_pretrain_config_refuses_a_billion_shared_layers_before_preparing_anything(tmp_path, capsys):
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"model": {"num_layers": 10**9}, "train": {"max_steps": 1}}))
+    _refused(capsys, ["pretrain", "--config", str(job), "--out", str(tmp_path / "run")], "LITEBERT_MAX_LAYERS",
+             f"{job}: model: num_layers")  # fmt: skip
+    assert not (tmp_path / "run").exists()

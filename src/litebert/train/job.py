@@ -23,6 +23,7 @@ from litebert.hf.tokenizer import write_hf_tokenizer_files
 from litebert.io import check_types, from_dict, read_json
 from litebert.io.jobfiles import read_job_file
 from litebert.model.config import PRESETS, ModelConfig, preset
+from litebert.model.params import check_model_cost
 from litebert.text.read import ReadConfig
 from litebert.tokenizer.tokenizer import Tokenizer
 from litebert.tokenizer.train import TokenizerTrainConfig, train_tokenizer
@@ -129,7 +130,9 @@ class PretrainJob:
         data["read"] = from_dict(ReadConfig, _section(data, "read", source), source=f"{source}: read")
         model, name = data.get("model"), data.get("preset", DEFAULT_PRESET)
         if isinstance(model, dict) and model and isinstance(name, str) and name in PRESETS:  # named here, not later
-            ModelConfig.from_dict({**PRESETS[name], **model}, source=f"{source}: model")
+            # the cost of its forward pass too, before any tokenizer or data is prepared for it
+            check_model_cost(ModelConfig.from_dict({**PRESETS[name], **model}, source=f"{source}: model"),
+                             f"{source}: model")  # fmt: skip
         return from_dict(cls, data, source=source)
 
     @classmethod
