@@ -95,7 +95,7 @@ def test_resume_refuses_another_optimizer(finished_run: Path, tmp_path: Path, ca
     args = ["pretrain", "--out", str(run), "--resume", "--max-steps", "5", "--optimizer", "adamw", "--no-progress"]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "--resume needs the run's own optimizer (lamb), got adamw" in err and "--init-from RUN_DIR/model" in err
+    assert "--resume needs the run's own optimizer (lamb), got adamw" in err and "--init RUN_DIR/model" in err
     assert not (run / "checkpoints" / "step_00000004").exists()
 
 

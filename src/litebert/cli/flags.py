@@ -5,7 +5,8 @@ Each field's `dataclasses.field(metadata={...})` says how its flag looks:
 
     help     what the field means, shown by --help (every field has one: tests/cli check it)
     flag     the option when it is not the field's name in kebab case ("--max-predictions" for
-             max_predictions_per_seq)
+             max_predictions_per_seq); litebert.io.flag_of reads it, for the flags and the messages alike
+    aliases  other options for the same field (--init-from for PretrainJob.init_from's --init)
     const    the flag takes no value and sets the field to this one (--doc-per-file sets documents="file")
     choices  the values allowed: the config's own constant tuple (OBJECTIVES, PRECISIONS, ...)
     nargs    "+": a list given as separate arguments (--corpus a b); other lists and tuples are comma-separated
@@ -13,8 +14,8 @@ Each field's `dataclasses.field(metadata={...})` says how its flag looks:
     cli      False: no flag (a field set by a --config file or by the command itself)
 
 The type comes from the annotation: int, float and str (`X | None` as X), bool as --flag / --no-flag, lists and
-tuples of them. A field holding a dataclass (PretrainJob.train) adds that dataclass's flags, unprefixed, with the
-defaults of the instance its default_factory makes.
+tuples of them. A field holding a dataclass (PretrainJob.train, `TrainConfig | None`) adds that dataclass's flags,
+unprefixed, with the defaults of the instance its default_factory makes, or the dataclass's own.
 
 Every flag's argparse default is SUPPRESS, so a flag the user did not give leaves no attribute: `given` returns
 only what was typed, and a --config file or a resumed run keeps its own values for the rest. --help shows the
@@ -31,7 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass
 from typing import Any
 
-METADATA_KEYS = frozenset({"help", "flag", "const", "choices", "nargs", "metavar", "cli"})
+from litebert.io import flag_of
+
+METADATA_KEYS = frozenset({"help", "flag", "aliases", "const", "choices", "nargs", "metavar", "cli"})
 
 
 @dataclass(frozen=True)
@@ -65,11 +68,12 @@ def _flags(
         if f.metadata.get("cli", True) is False:
             continue
         default = getattr(instance, f.name) if instance is not None else _field_default(f)
-        if dataclasses.is_dataclass(hints[f.name]):
-            nested = None if default is MISSING else default
-            flags += _flags(hints[f.name], root, (*path, f.name), nested, f"{f.name}: {f.metadata.get('help', '')}")
+        nested_type = _without_none(hints[f.name])
+        if dataclasses.is_dataclass(nested_type):
+            nested = None if default is MISSING or default is None else default
+            flags += _flags(nested_type, root, (*path, f.name), nested, f"{f.name}: {f.metadata.get('help', '')}")
             continue
-        option = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+        option = flag_of(f)
         dest = ".".join((root, *path, f.name))
         flags.append(Flag(path=(*path, f.name), field=f, annotation=hints[f.name], option=option, dest=dest,
                           default=default, section=section))  # fmt: skip
@@ -98,7 +102,8 @@ def add_config_flags(
     for flag in flags:
         if flag.section not in groups:
             groups[flag.section] = parser.add_argument_group(flag.section)
-        groups[flag.section].add_argument(flag.option, **_argparse_kwargs(flag, note(flag) if note else None))
+        options = (flag.option, *flag.field.metadata.get("aliases", ()))
+        groups[flag.section].add_argument(*options, **_argparse_kwargs(flag, note(flag) if note else None))
     return flags
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 
@@ -52,33 +51,38 @@ def _pretrain(args: argparse.Namespace) -> int:
 
 
 def job_from_args(args: argparse.Namespace) -> tuple[PretrainJob, dict]:
-    """The job (the --config file's, or the embedded default, with the flags given over it) and the training
-    settings given, which `run_job` puts over the job's, or on --resume over the run's saved ones."""
+    """The job (the --config file's fields with the flags given over them) and the training settings given, which
+    `run_job` puts over the job's, or on --resume over the run's saved ones."""
     values = given(args, _JOB_FLAGS)
     train, read = values.pop("train", {}), values.pop("read", {})
     read_flags = [option_of(_JOB_FLAGS, "read", k) for k in read]
     fixed = [option_of(_JOB_FLAGS, k) for k in values if k != "data_dir"] + read_flags
     if args.resume is True and fixed:
         raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
-                         "cannot change them (start a new run with --init-from RUN_DIR/model instead)")  # fmt: skip
-    job = PretrainJob.from_file(args.config) if args.config else PretrainJob()
+                         "cannot change them (start a new run with --init RUN_DIR/model instead)")  # fmt: skip
+    raw = read_job_file(args.config) if args.config else {}
     file_train: dict = {}
     if args.resume is True and args.config:  # the run keeps its model and data; a config file may change training only
-        raw = read_job_file(args.config)
         extra = sorted(set(raw) - {"train", "data_dir"})
         if extra:
             raise ValueError(f"{args.config}: --resume continues RUN_DIR with its own model and data; the config "
                              f"file may hold only 'train' settings, not {extra}")  # fmt: skip
         file_train = dict(raw.get("train") or {})
     corpus_only = read_flags + (["--vocab-size"] if "vocab_size" in values else [])
-    if corpus_only and ("data_dir" in values or job.data_dir or ("tokenizer" in values and "vocab_size" in values)):
+    if corpus_only and (
+        "data_dir" in values or raw.get("data_dir") or ("tokenizer" in values and "vocab_size" in values)
+    ):
         raise ValueError(f"{', '.join(corpus_only)} shape the tokenizer and data built from --corpus; with --data "
                          "(or --tokenizer, for --vocab-size) they would do nothing")  # fmt: skip
-    if "preset" in values and ("init_from" in values or job.init_from):  # the default preset's name too
+    if "preset" in values and ("init_from" in values or raw.get("init_from")):  # the default preset's name too
         raise preset_with_init(values["preset"])
-    if read:  # the flags given, over the config file's read section
-        values["read"] = dataclasses.replace(job.read, **read)
-    return dataclasses.replace(job, **values), {**file_train, **train}
+    # One job from the file's fields and the flags' over them, so that its defaults are those of the job it is
+    # (the embedded default run's, or the config dataclasses'), as PretrainJob.from_dict gives them to the file.
+    fields = {**raw, **values}
+    if read and isinstance(raw.get("read", {}), dict):  # the flags given, over the config file's read section
+        fields["read"] = {**raw.get("read", {}), **read}
+    job = PretrainJob.from_dict(fields, source=args.config or "the command line")
+    return job, {**file_train, **train}
 
 
 def _plot(args: argparse.Namespace) -> int:

@@ -54,3 +54,35 @@ def from_dict(cls: type, data: Any, *, source: str) -> Any:
         return cls(**data)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{source}: {exc}") from exc
+
+
+def flag_of(field: dataclasses.Field) -> str:
+    """The command-line option of a config field: its metadata's "flag", else its name in kebab case. Every flag
+    litebert generates (litebert.cli.flags) and every message that names one reads it here."""
+    return field.metadata.get("flag", "--" + field.name.replace("_", "-"))
+
+
+def field_flag(cls: type, path: str) -> str | None:
+    """The option that sets the field at dotted `path` of config `cls` ("read.documents" of PretrainJob:
+    --doc-per-file), looking through nested config fields; None when no flag sets it (metadata "cli": False,
+    anywhere on the path): only a --config file does."""
+    *outer, name = path.split(".")
+    for part in outer:
+        f = _field(cls, part)
+        if f is None or f.metadata.get("cli", True) is False:
+            return None
+        cls = _config_type(typing.get_type_hints(cls)[part])
+        if cls is None:
+            return None
+    f = _field(cls, name)
+    return None if f is None or f.metadata.get("cli", True) is False else flag_of(f)
+
+
+def _field(cls: type, name: str) -> dataclasses.Field | None:
+    return next((f for f in dataclasses.fields(cls) if f.name == name), None)
+
+
+def _config_type(annotation: Any) -> type | None:
+    """The dataclass an annotation holds (`TrainConfig` or `TrainConfig | None`), else None."""
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    return next((a for a in args if dataclasses.is_dataclass(a)), None)

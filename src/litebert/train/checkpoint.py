@@ -331,4 +331,4 @@ def check_world_size(path: Path, saved: int, world_size: int) -> None:
         raise ValueError(f"{path}: saved by {saved} process(es), continued by {world_size}; exact resume needs the "
                          f"same world size (each rank's data position and random state are saved): start it on "
                          f"{saved} (torchrun --nnodes x --nproc-per-node = {saved}, a fixed --nnodes rather than a "
-                         f"range), or start a new run from its weights with --init-from {path}")  # fmt: skip
+                         f"range), or start a new run from its weights with --init {path}")  # fmt: skip

@@ -1,5 +1,5 @@
 """What a pretraining run reads must fit together: the data with the model and tokenizer, the data's identity
-(the same data on resume), and a --tokenizer that extends an --init-from model's own (old ids keep their
+(the same data on resume), and a --tokenizer that extends an --init model's own (old ids keep their
 pieces)."""
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ def data_identity(data_dir: Path) -> str:
 
 
 def check_init_tokenizer(tok: Path, init: Path) -> None:
-    """An --init-from model keeps its ids: a --tokenizer given with it must extend the model's own (the same
+    """An --init model keeps its ids: a --tokenizer given with it must extend the model's own (the same
     first pieces, as `tokenizer add-words` writes), whether or not the vocabulary grows."""
     if (init / SPIECE).is_file() and (tok / SPIECE).is_file() and not extends(tok, init):
         raise ValueError(
-            f"--tokenizer {tok}: its pieces do not extend those of {init / SPIECE}, the --init-from model's own "
+            f"--tokenizer {tok}: its pieces do not extend those of {init / SPIECE}, the --init model's own "
             "tokenizer (its ids would mean other pieces); leave --tokenizer out to use the model's, or grow it "
             "with `litebert tokenizer add-words`"
         )

@@ -3,6 +3,13 @@
 `litebert pretrain` with no arguments is `run_job(PretrainJob())`: the tiny preset trained on the packaged
 Moby-Dick corpus (tokenizer and data built into RUN_DIR/prep) in a few minutes on a laptop CPU. A real job
 gives `data_dir` (built by `litebert data build`) and its tokenizer, or a corpus, plus its configs.
+
+Defaults: a job on your own data, corpus, preset or model starts from the config dataclasses' own defaults
+(TrainConfig's are the paper's recipe, DataConfig's the official create_pretraining_data.py's, the preset's
+dropout), the same for the Python API, a --config file and the flags that --help lists. Only the embedded default
+run (the packaged corpus, the tiny preset, no --init: `PretrainJob.is_default_run`) has settings of its own,
+DEFAULT_TRAIN, DEFAULT_DATA and DEFAULT_MODEL, sized for it: they would train another model for far too few steps
+at a learning rate six times the paper's.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from litebert.train.rundir import (
 PACKAGED_CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "moby-dick"  # the chapters, not the README
 
 DEFAULT_PRESET = "tiny"
-# The embedded default: sized to finish well inside 10 minutes on 2 CPU cores (README figures).
+# The embedded default run's settings (and its alone): sized to finish well inside 10 minutes on 2 CPU cores.
 DEFAULT_TRAIN = dict(
     max_steps=1600, batch_size=32, lr=1e-2, warmup_ratio=0.1, save_every=400, eval_every=400, log_every=20,
     precision="auto",
@@ -67,14 +74,17 @@ class PretrainJob:
     """Everything `litebert pretrain` needs; `--config FILE` is this object as JSON (unknown keys refused)."""
 
     preset: str = field(default=DEFAULT_PRESET, metadata={"help": "model preset", "choices": tuple(PRESETS)})
-    model: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_MODEL), metadata={
+    model: dict[str, Any] = field(default_factory=dict, metadata={
         "help": "ModelConfig fields over the preset (a --config file's)", "cli": False,
     })  # fmt: skip
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(**DEFAULT_TRAIN), metadata={
-        "help": "how to train (the embedded default run's settings over TrainConfig's)",
+    train: TrainConfig | None = field(default=None, metadata={
+        "help": "how to train: TrainConfig's defaults (the paper's recipe) as shown; the embedded default run (no "
+                "--data, --corpus, --preset or --init) has its own: "
+                + ", ".join(f"{k} {v}" for k, v in DEFAULT_TRAIN.items()),
     })  # fmt: skip
-    data: DataConfig = field(default_factory=lambda: DataConfig(**DEFAULT_DATA), metadata={
-        "help": "how data is built from the corpus (a --config file's; `litebert data build` takes each as a flag)",
+    data: DataConfig | None = field(default=None, metadata={
+        "help": "how data is built from the corpus (a --config file's; `litebert data build` takes each as a flag): "
+                "DataConfig's defaults, the embedded default run's own",
         "cli": False,
     })  # fmt: skip
     corpus: list[str] | None = field(default=None, metadata={
@@ -98,6 +108,7 @@ class PretrainJob:
     })  # fmt: skip
     init_from: str | None = field(default=None, metadata={
         "help": "start from a litebert or transformers ALBERT model directory (its own config)", "metavar": "DIR",
+        "flag": "--init", "aliases": ("--init-from",),
     })  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -110,6 +121,10 @@ class PretrainJob:
             if not isinstance(self.corpus, list) or not all(isinstance(c, str | os.PathLike) for c in self.corpus):
                 raise ValueError(f"PretrainJob.corpus must be a path or a list of paths, got {self.corpus!r}")
             self.corpus = [os.fspath(c) for c in self.corpus]
+        if self.train is None:  # a TrainConfig given is used as it is
+            self.train = TrainConfig(**self.defaults("train"))
+        if self.data is None:
+            self.data = DataConfig(**self.defaults("data"))
         check_types(self)
         if self.corpus is not None and self.data_dir is not None:
             raise ValueError("PretrainJob: 'corpus' (--corpus) and 'data_dir' (--data) both given; data_dir is data "
@@ -117,14 +132,26 @@ class PretrainJob:
         if self.init_from is not None and self.preset != DEFAULT_PRESET:
             raise preset_with_init(self.preset)
 
+    @property
+    def is_default_run(self) -> bool:
+        """The embedded default run: the packaged corpus and the tiny preset, from scratch."""
+        return _is_default_run(vars(self))
+
+    def defaults(self, section: str) -> dict[str, Any]:
+        """The fields of "train", "data" or "model" this job starts from before its own: the embedded default
+        run's, or none (the config dataclasses' and the preset's own)."""
+        embedded = {"train": DEFAULT_TRAIN, "data": DEFAULT_DATA, "model": DEFAULT_MODEL}[section]
+        return dict(embedded) if self.is_default_run else {}
+
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> PretrainJob:
-        """Sections "train" and "data" are TrainConfig / DataConfig fields over the embedded defaults."""
+        """Sections "train" and "data" are TrainConfig / DataConfig fields over the job's defaults (`defaults`)."""
         if not isinstance(data, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
         data = dict(data)
-        train = {**DEFAULT_TRAIN, **_section(data, "train", source)}
-        data_cfg = {**DEFAULT_DATA, **_section(data, "data", source)}
+        embedded = _is_default_run(data)
+        train = {**(DEFAULT_TRAIN if embedded else {}), **_section(data, "train", source)}
+        data_cfg = {**(DEFAULT_DATA if embedded else {}), **_section(data, "data", source)}
         data["train"] = from_dict(TrainConfig, train, source=f"{source}: train")
         data["data"] = from_dict(DataConfig, data_cfg, source=f"{source}: data")
         data["read"] = from_dict(ReadConfig, _section(data, "read", source), source=f"{source}: read")
@@ -141,10 +168,15 @@ class PretrainJob:
         return cls.from_dict(read_job_file(path), source=str(path))
 
 
+def _is_default_run(fields: dict[str, Any]) -> bool:
+    return (all(fields.get(k) is None for k in ("corpus", "data_dir", "init_from"))
+            and fields.get("preset", DEFAULT_PRESET) == DEFAULT_PRESET)  # fmt: skip
+
+
 def preset_with_init(preset: str) -> ValueError:
     """The refusal of a preset named beside init_from (by the job, or by the command line for the default's name)."""
     return ValueError(f"PretrainJob: 'preset' ({preset!r}, --preset) cannot be combined with 'init_from' "
-                      "(--init-from): the model's own config is used")  # fmt: skip
+                      "(--init): the model's own config is used")  # fmt: skip
 
 
 def _section(data: dict, key: str, source: str) -> dict:
@@ -186,7 +218,7 @@ def run_job(
                 lock_for_resume(out, env)
             # rank 0 decides for all: ranks that part ways (one refusing, one training) hang in a collective
             plan = dist.main_decides(
-                lambda: plan_run(out, resume, job=job_to_dict(job), model_fields=_model_overrides(job),
+                lambda: plan_run(out, resume, job=job_to_dict(job), job_type=PretrainJob, model_fields=job.model,
                                  data_dir=job.data_dir, overrides=overrides, env=env),
                 env,
             )  # fmt: skip
@@ -282,7 +314,7 @@ def _model_config(job: PretrainJob, data_dir: Path | None) -> ModelConfig:
         vocab = int(manifest.get("vocab_size", 0))
         seq = built_seq_length(manifest)
     if job.init_from is not None:
-        if _model_overrides(job):
+        if job.model:
             raise ValueError("config: 'model' overrides cannot be combined with init_from (its config is used)")
         config = load_config(job.init_from)
         if vocab > config.vocab_size:  # a vocabulary grown by `tokenizer add-words`: the model grows with it
@@ -309,17 +341,10 @@ def _planned_vocab_size(job: PretrainJob) -> int:
     return job.vocab_size
 
 
-def _model_overrides(job: PretrainJob) -> dict[str, Any]:
-    """Model fields the user asked for; the embedded default's dropout-free setting only shapes new models."""
-    return {} if job.model == DEFAULT_MODEL else job.model
-
-
 def _model_fields(job: PretrainJob) -> dict[str, Any]:
-    """Fields over the preset: for the default preset the user's over the embedded default's (no encoder
-    dropout); another preset keeps its own dropout unless the user's fields set it."""
-    if job.preset == DEFAULT_PRESET:
-        return {**DEFAULT_MODEL, **job.model}
-    return job.model if job.model != DEFAULT_MODEL else {}
+    """Fields over the preset: the user's over the job's defaults (the embedded default run's: no encoder
+    dropout; any other job keeps the preset's dropout unless the user's fields set it)."""
+    return {**job.defaults("model"), **job.model}
 
 
 def _plots(out: Path) -> list[Path]:

@@ -37,7 +37,7 @@ from torch import nn
 from litebert.data.shards import TOKENIZER_DIR
 from litebert.hf.directory import load, load_config
 from litebert.hf.tokenizer import copy_tokenizer_with_hf_files
-from litebert.io import check_dir_path, from_dict, lock_dir, make_dir, read_json, write_json
+from litebert.io import check_dir_path, field_flag, from_dict, lock_dir, make_dir, read_json, write_json
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.params import TRAINING_COPIES, check_model_size
@@ -217,7 +217,7 @@ def _open_run_main(
 ) -> RunFiles:  # fmt: skip
     init = Path(init_from) if init_from is not None else None
     if init is not None and not init.is_dir():
-        raise FileNotFoundError(f"{init}: --init-from directory not found")
+        raise FileNotFoundError(f"{init}: --init directory not found")
     run = RunFiles(run_dir=run_dir, init_from=init, keep_last=cfg.keep_last)
     try:
         _fill_run(run, mcfg, cfg, data_dir, resume, tokenizer_dir)
@@ -274,7 +274,7 @@ def check_same_data(run_dir: Path, data_dir: Path) -> None:
             f"{data_dir.resolve() / 'manifest.json'}: not the data this run started with ({run_dir / RUN_CONFIG} "
             f"records data identity {recorded[:12]}..., this data has {found[:12]}...: the sha256 of what its "
             "manifest says was built, corpus paths aside); resume with the run's "
-            "own data (--data DIR where it was moved), or start a new run with --init-from RUN_DIR/model"
+            "own data (--data DIR where it was moved), or start a new run with --init RUN_DIR/model"
         )
 
 
@@ -368,8 +368,9 @@ def write_job_record(out: Path, job: dict[str, Any]) -> None:
     write_json(job_record(job), out / JOB_FILE)
 
 
-def differences(job: dict[str, Any], out: Path, device: torch.device) -> list[str]:
-    """What `job` (as `job_to_dict` gives it) says that contradicts the job RUN_DIR holds, flag by flag."""
+def differences(job: dict[str, Any], job_type: type, out: Path, device: torch.device) -> list[str]:
+    """What `job` (a `job_type` as `job_to_dict` gives it) says that contradicts the job RUN_DIR holds, flag by
+    flag."""
     path = out / JOB_FILE
     if not path.is_file():
         raise ValueError(f"{out} holds a run with no record of its job ({JOB_FILE}: started by an earlier litebert, "
@@ -381,18 +382,18 @@ def differences(job: dict[str, Any], out: Path, device: torch.device) -> list[st
             continue
         before = recorded.get(key)
         if isinstance(value, dict) and isinstance(before, dict) and key != "model":
-            found += [_say(f"{key}.{k}", value[k], before.get(k)) for k in value if value[k] != before.get(k)]
+            found += [_say(job_type, f"{key}.{k}", value[k], before.get(k)) for k in value if value[k] != before.get(k)]
         elif value != before:
-            found.append(_say(key, value, before))
-    found += _data_differences(given.get("data_dir"), recorded.get("data_dir"), out)
-    found += _train_differences(given["train"], read_json(out / RUN_CONFIG)["train"], device)
+            found.append(_say(job_type, key, value, before))
+    found += _data_differences(job_type, given.get("data_dir"), recorded.get("data_dir"), out)
+    found += _train_differences(job_type, given["train"], read_json(out / RUN_CONFIG)["train"], device)
     return found
 
 
-def _data_differences(given: str | None, recorded: str | None, out: Path) -> list[str]:
+def _data_differences(job_type: type, given: str | None, recorded: str | None, out: Path) -> list[str]:
     """Data moved elsewhere is the same data: compared by identity (run_config.json records it)."""
     if given is None or recorded is None:
-        return [] if given == recorded else [_say("data_dir", given, recorded)]
+        return [] if given == recorded else [_say(job_type, "data_dir", given, recorded)]
     if not (Path(given) / "manifest.json").is_file():
         return [f"--data {given}: no manifest.json there (the run's data is {recorded})"]
     identity = read_json(out / RUN_CONFIG).get("data_identity")
@@ -402,18 +403,22 @@ def _data_differences(given: str | None, recorded: str | None, out: Path) -> lis
     return []
 
 
-def _train_differences(given: dict[str, Any], saved: dict[str, Any], device: torch.device) -> list[str]:
+def _train_differences(job_type: type, given: dict[str, Any], saved: dict[str, Any], device: torch.device) -> list[str]:
     if given.get("precision") == "auto":  # the run saved the precision it resolved to
         given = {**given, "precision": resolve_precision("auto", device)}
-    return [_say(f"train.{k}", v, saved.get(k)) for k, v in given.items() if k not in NEUTRAL and v != saved.get(k)]
+    return [
+        _say(job_type, f"train.{k}", v, saved.get(k))
+        for k, v in given.items()
+        if k not in NEUTRAL and v != saved.get(k)
+    ]
 
 
-def _say(field: str, given: Any, recorded: Any) -> str:
-    """`--lr 0.02 (train.lr; the run has 0.01)`: the flag a field has (or will have) and its config key."""
-    name = field.split(".")[-1]
-    flag = {"data_dir": "--data", "model": "--config model"}.get(field, f"--{name.replace('_', '-')}")
-    key = "" if field in ("model", "data_dir") or "." not in field else f"{field}; "
-    return f"{flag} {given!r} ({key}the run has {recorded!r})"
+def _say(job_type: type, field: str, given: Any, recorded: Any) -> str:
+    """`--lr 0.02 (train.lr; the run has 0.01)`: the flag of a field of the job (its metadata's), or the key a
+    --config file sets it with, and its config key."""
+    flag = field_flag(job_type, field)
+    key = f"{field}; " if flag is not None and "." in field else ""
+    return f"{flag or f'--config {field}'} {given!r} ({key}the run has {recorded!r})"
 
 
 def check_fits(config: ModelConfig, train: TrainConfig, env: dist.DistEnv) -> None:
@@ -483,7 +488,7 @@ def _check_fixed(out: Path, saved: dict[str, Any], overrides: dict[str, Any]) ->
     """Settings the checkpoint's state belongs to: refused when changed, before anything is loaded."""
     fixed = {"batch_size": "exact resume restores the data position, saved per batch of this size and seed",
              "seed": "exact resume restores the data position, saved per batch of this size and seed",
-             "optimizer": "the checkpoint holds this optimizer's state; start a new run with --init-from "
+             "optimizer": "the checkpoint holds this optimizer's state; start a new run with --init "
                           "RUN_DIR/model to train on with another"}  # fmt: skip
     for key, why in fixed.items():
         if key in overrides and overrides[key] != saved.get(key):
@@ -505,12 +510,12 @@ class RunPlan:
 
 
 def plan_run(
-    out: Path, resume: bool | str, *, job: dict[str, Any], model_fields: dict[str, Any], data_dir: str | None,
-    overrides: dict[str, Any], env: dist.DistEnv,
+    out: Path, resume: bool | str, *, job: dict[str, Any], job_type: type, model_fields: dict[str, Any],
+    data_dir: str | None, overrides: dict[str, Any], env: dist.DistEnv,
 ) -> RunPlan:  # fmt: skip
     """Every check before anything is written, on rank 0, the newest checkpoint verified once. `job` is the job as
-    `job_to_dict` gives it, `model_fields` the model settings the user asked for, `overrides` the training
-    settings given over a continued run's own."""
+    `job_to_dict` gives it (a `job_type`, whose fields' metadata names their flags), `model_fields` the model
+    settings the user asked for, `overrides` the training settings given over a continued run's own."""
     check_dir_path(out, "--out names the run directory")  # before preparing data into it
     newest = newest_checkpoint(out)
     if resume is not True:
@@ -518,7 +523,7 @@ def plan_run(
             return RunPlan("fresh")
         if not resume:
             raise already_started(out)
-        wrong = differences(job, out, env.device)
+        wrong = differences(job, job_type, out, env.device)
         if wrong:
             raise ValueError(f"{out} holds another job than this command's: {'; '.join(wrong)}. Run the job's own "
                              f"command ({out / JOB_FILE} is its --config), continue it with changed settings with "
