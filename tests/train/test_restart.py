@@ -84,7 +84,7 @@ def test_resume_auto_starts_continues_finishes_and_refuses_another_job(
     other = [*_command(tmp_path, data_dir, cut), *changed]
     assert main(other) == 2
     err = capsys.readouterr().err
-    for said in ("--preset 'albert-base' (the run has 'tiny')", "--lr 0.5 (train.lr; the run has 0.01)",
+    for said in ("--preset 'albert-base' (the run has 'tiny')", "--lr 0.5 (train.lr; the run has 0.00176)",
                  "--seed 3 (train.seed; the run has 0)", "--max-steps 6 (train.max_steps; the run has 4)",
                  "continue it with changed settings with --resume"):  # fmt: skip
         assert said in err, said

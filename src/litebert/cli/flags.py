@@ -198,11 +198,11 @@ def make_config(cls: type, values: dict[str, Any]) -> Any:
     hints = typing.get_type_hints(cls)
     kw = dict(values)
     for f in dataclasses.fields(cls):
-        if f.name in kw and dataclasses.is_dataclass(hints[f.name]):
+        nested = _without_none(hints[f.name])
+        if f.name in kw and dataclasses.is_dataclass(nested):
             default = _field_default(f)
-            kw[f.name] = (
-                hints[f.name](**kw[f.name]) if default is MISSING else dataclasses.replace(default, **kw[f.name])
-            )
+            fresh = default is MISSING or default is None
+            kw[f.name] = nested(**kw[f.name]) if fresh else dataclasses.replace(default, **kw[f.name])
     return cls(**kw)
 
 
