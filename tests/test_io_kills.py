@@ -264,3 +264,32 @@ def test_a_half_moved_directory_is_finished_by_its_reader_and_a_changed_file_nam
     with pytest.raises(ValueError, match=f"{moved}: differs from the record"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         litebert.load(out)
+
+
+def test_a_staged_output_with_a_subdirectory_is_moved_whole_after_a_kill_between_its_moves(tmp_path, monkeypatch):
+    from litebert.io import writes
+
+    out = tmp_path / "bundle"
+    real_replace, calls = os.replace, []
+
+    def dies_after_the_first_move(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:  # the stage became the journal, one file moved in: killed here
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(writes.os, "replace", dies_after_the_first_move)
+    with pytest.raises(KeyboardInterrupt):
+        with writes.staged_files(out, "the bundle") as stage:
+            (stage / "onnx").mkdir()
+            (stage / "onnx" / "model.onnx").write_bytes(b"graph")
+            (stage / "config.json").write_text("{}")
+            (stage / "tokenizer.json").write_text("[]")
+    monkeypatch.setattr(writes.os, "replace", real_replace)
+    assert (out / writes.JOURNAL).is_dir() and writes.unfinished_files(out) == [
+        "config.json", "onnx/model.onnx", "tokenizer.json"
+    ]  # fmt: skip
+    with pytest.warns(UserWarning, match="finishing the move"):
+        writes.check_whole(out)
+    assert (out / "onnx" / "model.onnx").read_bytes() == b"graph" and (out / "tokenizer.json").read_text() == "[]"
+    assert not (out / writes.JOURNAL).exists()

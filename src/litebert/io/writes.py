@@ -171,16 +171,22 @@ RECORD = ".record.json"  # in the journal: name -> size and sha256 of every file
 
 
 def _commit(stage: Path, directory: Path) -> None:
-    files = {}
-    for f in sorted(stage.iterdir()):
-        if f.is_dir() and not f.is_symlink():
-            raise IsADirectoryError(f"{f}: a directory in a staged output; stage files only")
-        files[f.name] = {"bytes": f.stat().st_size, "sha256": _sha256(f)}
+    files = {}  # by path relative to the stage, "/"-separated: a bundle's onnx/model.onnx too
+    for f in _staged(stage):
+        files[f.relative_to(stage).as_posix()] = {"bytes": f.stat().st_size, "sha256": _sha256(f)}
     record = {"files": files, "pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv)}
     with open(stage / RECORD, "w", encoding="utf-8") as out:
         json.dump(record, out)
     os.replace(stage, directory / JOURNAL)  # the new files are committed: old or new, never a mix
     _finish(directory)
+
+
+def _staged(stage: Path) -> list[Path]:
+    """Every file under `stage`, in sub-directories too (a symlink counts as a file, as os.replace moves it)."""
+    found = []
+    for f in sorted(stage.iterdir()):
+        found += _staged(f) if f.is_dir() and not f.is_symlink() else [f]
+    return found
 
 
 def _finish(directory: Path) -> None:
@@ -190,6 +196,7 @@ def _finish(directory: Path) -> None:
     record = _read_record(journal)
     for name in sorted(record["files"]):
         if (journal / name).exists() or (journal / name).is_symlink():
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
             os.replace(journal / name, directory / name)
     for name, want in sorted(record["files"].items()):
         path = directory / name
@@ -199,6 +206,8 @@ def _finish(directory: Path) -> None:
                 "(changed since?); run the command that writes the directory again"
             )
     (journal / RECORD).unlink()
+    for sub in sorted((p for p in journal.rglob("*") if p.is_dir()), reverse=True):  # emptied by the moves
+        sub.rmdir()
     journal.rmdir()
 
 
@@ -258,7 +267,7 @@ def unfinished_files(directory: str | Path) -> list[str]:
     try:
         return sorted(_read_record(journal)["files"])
     except ValueError:
-        return sorted(p.name for p in journal.iterdir() if p.name != RECORD)
+        return sorted(p.relative_to(journal).as_posix() for p in _staged(journal) if p.name != RECORD)
 
 
 _TMP_NAME = re.compile(r"\..+\.(?P<pid>\d+)-\d+\.tmp")  # temporary_name's
