@@ -279,12 +279,11 @@ def test_a_staged_output_with_a_subdirectory_is_moved_whole_after_a_kill_between
         real_replace(src, dst)
 
     monkeypatch.setattr(writes.os, "replace", dies_after_the_first_move)
-    with pytest.raises(KeyboardInterrupt):
-        with writes.staged_files(out, "the bundle") as stage:
-            (stage / "onnx").mkdir()
-            (stage / "onnx" / "model.onnx").write_bytes(b"graph")
-            (stage / "config.json").write_text("{}")
-            (stage / "tokenizer.json").write_text("[]")
+    with pytest.raises(KeyboardInterrupt), writes.staged_files(out, "the bundle") as stage:
+        (stage / "onnx").mkdir()
+        (stage / "onnx" / "model.onnx").write_bytes(b"graph")
+        (stage / "config.json").write_text("{}")
+        (stage / "tokenizer.json").write_text("[]")
     monkeypatch.setattr(writes.os, "replace", real_replace)
     assert (out / writes.JOURNAL).is_dir() and writes.unfinished_files(out) == [
         "config.json", "onnx/model.onnx", "tokenizer.json"
