@@ -10,8 +10,9 @@ import the model, or torch, for them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from litebert.io.exports import lazy_exports
 
 if TYPE_CHECKING:
     from litebert.hf.directory import load, save
@@ -32,9 +33,4 @@ __all__ = ["Albert", "AlbertForPretraining", "ModelConfig", "PretrainingOutput",
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'litebert' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -12,8 +12,7 @@ on first use, so that `litebert.export.predictor` runs where torch is not instal
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from litebert.io.exports import lazy_exports
 
 _NAMES = {
     "export_onnx": "litebert.export.bundle",
@@ -25,7 +24,4 @@ _NAMES = {
 __all__ = sorted(_NAMES)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _NAMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_NAMES[name]), name)
+__getattr__ = lazy_exports(__name__, _NAMES)

@@ -14,8 +14,9 @@ post-processing) imports no torch, so the ONNX predictor (litebert.export.predic
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from litebert.io.exports import lazy_exports
 
 if TYPE_CHECKING:
     from litebert.finetune.config import DEFAULT_COLUMNS, FinetuneConfig, check_pooling
@@ -66,9 +67,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'litebert.finetune' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
