@@ -22,8 +22,16 @@ from micro import ms, options, set_up
 
 from litebert.model import albert as model
 
-SHAPES = [(32, 2, 40), (32, 2, 128), (16, 2, 256), (32, 12, 64), (8, 12, 128), (32, 12, 128), (8, 12, 256),
-          (8, 12, 512)]  # fmt: skip
+SHAPES = [
+    (32, 2, 40),
+    (32, 2, 128),
+    (16, 2, 256),
+    (32, 12, 64),
+    (8, 12, 128),
+    (32, 12, 128),
+    (8, 12, 256),
+    (8, 12, 512),
+]
 
 
 DROPOUT = 0.0  # attention dropout of `explicit` and `fused` (--dropout)
@@ -114,8 +122,10 @@ def main() -> None:
 def alternate(a_fn, b_fn, a_name: str, b_name: str, dtype: torch.dtype, reps: int) -> None:  # noqa: ANN001
     """Median over 9 alternating rounds of (a's time / b's time), explicit-path forward + backward in `dtype`."""
     name = str(dtype).removeprefix("torch.")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {name} forward + backward, head size 64, "
-          f"dropout {DROPOUT}")  # fmt: skip
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; {name} forward + backward, head size 64, "
+        f"dropout {DROPOUT}"
+    )
     print(f"{'B':>3} {'N':>3} {'T':>4} {'mask':<5} {a_name + ' ms':>16} {b_name + ' ms':>16} {'speedup':>8}")
     for shape in [(32, 2, 32), (32, 12, 32), (32, 12, 64), (8, 12, 128), (32, 2, 128), (8, 12, 256)]:
         for masked in (False, True):
@@ -125,8 +135,10 @@ def alternate(a_fn, b_fn, a_name: str, b_name: str, dtype: torch.dtype, reps: in
                 b.append(milliseconds(b_fn, shape, dtype, masked, reps))
             ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
             B, N, T = shape
-            print(f"{B:>3} {N:>3} {T:>4} {masked!s:<5} {statistics.median(a):>16.2f} {statistics.median(b):>16.2f} "
-                  f"{ratio:>7.2f}x")  # fmt: skip
+            print(
+                f"{B:>3} {N:>3} {T:>4} {masked!s:<5} {statistics.median(a):>16.2f} {statistics.median(b):>16.2f} "
+                f"{ratio:>7.2f}x"
+            )
 
 
 if __name__ == "__main__":

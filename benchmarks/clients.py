@@ -80,12 +80,32 @@ def build(work: Path) -> tuple[Path, Path]:
     tok = train_tokenizer(chapters, work / "tok", vocab_size=2000)
     write_hf_tokenizer_files(tok)
     torch.manual_seed(0)
-    cfg = litebert.preset("tiny", vocab_size=tok.vocab_size, embedding_size=32, hidden_size=64, num_layers=2,
-                          num_heads=2, intermediate_size=128, max_position=128)  # fmt: skip
+    cfg = litebert.preset(
+        "tiny",
+        vocab_size=tok.vocab_size,
+        embedding_size=32,
+        hidden_size=64,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=128,
+        max_position=128,
+    )
     litebert.save(litebert.AlbertForPretraining(cfg), work / "base", tokenizer_dir=work / "tok")
     data = str(FIXTURES / "tasks" / "sst2.tsv")
-    finetune(FinetuneConfig(init=str(work / "base"), out=str(work / "ft"), task="classification", train=data,
-                            dev=data, max_steps=30, lr=1e-3, batch_size=4, max_seq_length=64, seed=0))  # fmt: skip
+    finetune(
+        FinetuneConfig(
+            init=str(work / "base"),
+            out=str(work / "ft"),
+            task="classification",
+            train=data,
+            dev=data,
+            max_steps=30,
+            lr=1e-3,
+            batch_size=4,
+            max_seq_length=64,
+            seed=0,
+        )
+    )
     return work / "ft" / "best", export_onnx(work / "ft" / "best", work / "bundle", int8=True)
 
 
@@ -110,8 +130,11 @@ def predictor_scores(bundle: Path, sentences: list[str], quantized: bool) -> lis
     labels = predictor.state["labels"]
     for text in sentences:
         ids = [predictor.tokenizer.cls_id, *predictor.tokenizer.encode(text), predictor.tokenizer.sep_id]
-        feed = {"input_ids": np.asarray([ids]), "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
-                "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64)}  # fmt: skip
+        feed = {
+            "input_ids": np.asarray([ids]),
+            "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
+            "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
+        }
         logits = predictor.session.run(None, feed)[0][0]
         p = np.exp(logits - logits.max())
         p /= p.sum()
@@ -140,8 +163,13 @@ def transformers_js(bundle: Path, sentences: list[str], modules: Path, quantized
 def optimum(bundle: Path, sentences: list[str], path: str, quantized: bool) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}
     name = "model_quantized.onnx" if quantized else "model.onnx"
-    run = subprocess.run([sys.executable, "-c", OPTIMUM, str(bundle), json.dumps(sentences), name], env=env,
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-c", OPTIMUM, str(bundle), json.dumps(sentences), name],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
@@ -176,8 +204,9 @@ def main() -> int:
     else:
         print("transformers.js: not run (needs node and --node-modules or --install)")
     if args.optimum_path:
-        ok &= compare("Optimum ORTModelForSequenceClassification", optimum(bundle, sentences, args.optimum_path, False),
-                      reference)  # fmt: skip
+        ok &= compare(
+            "Optimum ORTModelForSequenceClassification", optimum(bundle, sentences, args.optimum_path, False), reference
+        )
     else:
         print("Optimum: not run (needs --optimum-path)")
     return 0 if ok else 1

@@ -77,8 +77,13 @@ def mean_vectors(parts: dict, vectors: dict[str, np.ndarray], dim: int) -> dict[
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="directory for the split and results.json")
-    p.add_argument("--corpus", action="append", type=Path, help="files or directories of .txt (repeatable); "
-                   "default: the packaged Moby-Dick, then Moby-Dick + the State of the Union addresses")  # fmt: skip
+    p.add_argument(
+        "--corpus",
+        action="append",
+        type=Path,
+        help="files or directories of .txt (repeatable); "
+        "default: the packaged Moby-Dick, then Moby-Dick + the State of the Union addresses",
+    )
     p.add_argument("--vocab-size", type=int, default=30000)
     p.add_argument("--window", type=int, default=4)
     p.add_argument("--dim", type=int, default=100)

@@ -66,11 +66,22 @@ def _child(args: argparse.Namespace) -> None:
     from litebert.data import DataConfig, build
     from litebert.text import ReadConfig
 
-    config = DataConfig(max_seq_length=args.max_seq_length, masking=args.masking, dupe_factor=args.dupe_factor,
-                        examples_per_shard=args.examples_per_shard)  # fmt: skip
+    config = DataConfig(
+        max_seq_length=args.max_seq_length,
+        masking=args.masking,
+        dupe_factor=args.dupe_factor,
+        examples_per_shard=args.examples_per_shard,
+    )
     start, cpu0 = time.perf_counter(), time.process_time()
-    manifest = build([args.corpus], args.tokenizer, args.out, config, workers=args.workers,
-                     read_config=ReadConfig(documents="file", follow_links=True), progress=False)  # fmt: skip
+    manifest = build(
+        [args.corpus],
+        args.tokenizer,
+        args.out,
+        config,
+        workers=args.workers,
+        read_config=ReadConfig(documents="file", follow_links=True),
+        progress=False,
+    )
     wall = time.perf_counter() - start
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     result = {
@@ -86,10 +97,27 @@ def _child(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace, tokenizer: Path, corpus: Path, out: Path) -> dict:
-    cmd = [sys.executable, __file__, "--child", "--corpus", str(corpus), "--out", str(out), "--tokenizer",
-           str(tokenizer), "--workers", str(args.workers), "--max-seq-length", str(args.max_seq_length),
-           "--masking", args.masking, "--dupe-factor", str(args.dupe_factor),
-           "--examples-per-shard", str(args.examples_per_shard)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(out),
+        "--tokenizer",
+        str(tokenizer),
+        "--workers",
+        str(args.workers),
+        "--max-seq-length",
+        str(args.max_seq_length),
+        "--masking",
+        args.masking,
+        "--dupe-factor",
+        str(args.dupe_factor),
+        "--examples-per-shard",
+        str(args.examples_per_shard),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
     shutil.rmtree(out)
@@ -152,15 +180,42 @@ def _against_official(args: argparse.Namespace, tokenizer: Path, root: Path) -> 
     (package / "albert").symlink_to(Path(args.official).resolve())
     env = {**os.environ, "PYTHONPATH": str(package), "TF_CPP_MIN_LOG_LEVEL": "2"}
     size = text.stat().st_size / 1e6
-    print(f"\nend to end, start-up included: {size:.1f} MB of text ({', '.join(SOURCES)}), max_seq_length "
-          f"{args.max_seq_length}, dupe_factor {args.dupe_factor}, static masks, one process each")  # fmt: skip
-    ours_cmd = [sys.executable, "-m", "litebert", "data", "build", str(text), "--no-split", "--tokenizer",
-                str(tokenizer), "--max-seq-length", str(args.max_seq_length), "--dupe-factor",
-                str(args.dupe_factor), "--masking", "static", "--no-progress"]  # fmt: skip
-    official_cmd = [args.official_python, str(Path(args.official) / "create_pretraining_data.py"), "--input_file",
-                    str(text), "--spm_model_file", str(tokenizer / "spiece.model"), "--vocab_file",
-                    str(tokenizer / "spiece.model"), "--max_seq_length", str(args.max_seq_length), "--dupe_factor",
-                    str(args.dupe_factor)]  # fmt: skip
+    print(
+        f"\nend to end, start-up included: {size:.1f} MB of text ({', '.join(SOURCES)}), max_seq_length "
+        f"{args.max_seq_length}, dupe_factor {args.dupe_factor}, static masks, one process each"
+    )
+    ours_cmd = [
+        sys.executable,
+        "-m",
+        "litebert",
+        "data",
+        "build",
+        str(text),
+        "--no-split",
+        "--tokenizer",
+        str(tokenizer),
+        "--max-seq-length",
+        str(args.max_seq_length),
+        "--dupe-factor",
+        str(args.dupe_factor),
+        "--masking",
+        "static",
+        "--no-progress",
+    ]
+    official_cmd = [
+        args.official_python,
+        str(Path(args.official) / "create_pretraining_data.py"),
+        "--input_file",
+        str(text),
+        "--spm_model_file",
+        str(tokenizer / "spiece.model"),
+        "--vocab_file",
+        str(tokenizer / "spiece.model"),
+        "--max_seq_length",
+        str(args.max_seq_length),
+        "--dupe_factor",
+        str(args.dupe_factor),
+    ]
     print(f"{'round':>6} {'litebert s':>11} {'official s':>11} {'ratio':>7}")
     for r in range(args.rounds):
         ours = _timed([*ours_cmd, "--out", str(root / f"ours{r}")])
@@ -194,18 +249,25 @@ def main() -> None:
         _child(args)
         return
     tokenizer = _tokenizer(args.tokenizer, args.vocab_size)
-    print(f"config: workers {args.workers}, max_seq_length {args.max_seq_length}, masking {args.masking}, "
-          f"dupe_factor {args.dupe_factor}, examples_per_shard {args.examples_per_shard}, tokenizer {tokenizer}, "
-          f"corpora {', '.join(SOURCES)}")  # fmt: skip
-    print(f"{'corpus':>8} {'documents':>10} {'tokens':>12} {'examples':>10} {'wall s':>8} {'tokens/s':>12} "
-          f"{'tokens/CPU-s':>13} {'peak RSS MB':>12} {'worker RSS MB':>14}")  # fmt: skip
+    print(
+        f"config: workers {args.workers}, max_seq_length {args.max_seq_length}, masking {args.masking}, "
+        f"dupe_factor {args.dupe_factor}, examples_per_shard {args.examples_per_shard}, tokenizer {tokenizer}, "
+        f"corpora {', '.join(SOURCES)}"
+    )
+    print(
+        f"{'corpus':>8} {'documents':>10} {'tokens':>12} {'examples':>10} {'wall s':>8} {'tokens/s':>12} "
+        f"{'tokens/CPU-s':>13} {'peak RSS MB':>12} {'worker RSS MB':>14}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for r in args.repeats:
             res = _run(args, tokenizer, _repeated_corpus(Path(tmp), r), Path(tmp) / f"out{r}")
-            print(f"{f'{r}x':>8} {res['documents']:>10,} {res['tokens']:>12,} {res['examples']:>10,} "
-                  f"{res['wall_s']:>8.1f} {res['tokens'] / res['wall_s']:>12,.0f} "
-                  f"{res['tokens'] / res['cpu_s']:>13,.0f} {res['peak_rss_mb']:>12.0f} "
-                  f"{res['peak_worker_rss_mb']:>14.0f}", flush=True)  # fmt: skip
+            print(
+                f"{f'{r}x':>8} {res['documents']:>10,} {res['tokens']:>12,} {res['examples']:>10,} "
+                f"{res['wall_s']:>8.1f} {res['tokens'] / res['wall_s']:>12,.0f} "
+                f"{res['tokens'] / res['cpu_s']:>13,.0f} {res['peak_rss_mb']:>12.0f} "
+                f"{res['peak_worker_rss_mb']:>14.0f}",
+                flush=True,
+            )
         if not args.no_profile:
             _profile(tokenizer, _repeated_corpus(Path(tmp) / "profile", 1))
         if args.official:

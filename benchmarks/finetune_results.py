@@ -42,8 +42,14 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "labeled"
 
 def split_rotten_tomatoes(out: Path, seed: int) -> dict[str, int]:
     """Write train/dev/test CSVs (text,label) of the fresh/rotten reviews; returns the counts."""
-    counts = split_labeled_table(DATA / "rotten_tomatoes.csv.bz2", out, text_column="text", label_column="category",
-                                 labels=("fresh", "rotten"), seed=seed)  # fmt: skip
+    counts = split_labeled_table(
+        DATA / "rotten_tomatoes.csv.bz2",
+        out,
+        text_column="text",
+        label_column="category",
+        labels=("fresh", "rotten"),
+        seed=seed,
+    )
     return {"plot_rows_dropped": counts.pop("rows_dropped"), **counts}
 
 
@@ -80,23 +86,47 @@ def rotten_tomatoes(args: argparse.Namespace) -> dict:
 def run_rt(args: argparse.Namespace, split_dir: Path, name: str, random_init: bool, lr: float, seed: int) -> dict:
     run_dir = Path(args.out) / f"rt_{name}_{args.pooling}_{args.optimizer}_lr{lr:g}_seed{seed}"
     cfg = FinetuneConfig(
-        task="classification", train=str(split_dir / "train.csv"), dev=str(split_dir / "dev.csv"),
-        init=args.pretrained, out=str(run_dir),
-        random_init=random_init, text_columns=("text",), label_column="label", max_steps=args.max_steps,
-        eval_every=args.eval_every, lr=lr, batch_size=32, max_seq_length=args.max_seq_length, warmup=0.1, seed=seed,
-        pooling=args.pooling, optimizer=args.optimizer,
-    )  # fmt: skip
+        task="classification",
+        train=str(split_dir / "train.csv"),
+        dev=str(split_dir / "dev.csv"),
+        init=args.pretrained,
+        out=str(run_dir),
+        random_init=random_init,
+        text_columns=("text",),
+        label_column="label",
+        max_steps=args.max_steps,
+        eval_every=args.eval_every,
+        lr=lr,
+        batch_size=32,
+        max_seq_length=args.max_seq_length,
+        warmup=0.1,
+        seed=seed,
+        pooling=args.pooling,
+        optimizer=args.optimizer,
+    )
     done = Path(cfg.out) / "results.json"
     if done.is_file():  # a finished run is reused (delete its directory to repeat it)
         r = json.loads(done.read_text())
-        run = {"lr": lr, "seed": seed, "dev_accuracy": r["best"]["value"], "best_step": r["best"]["step"],
-               "seconds": round(r["history"][-1]["seconds"], 1), "best_dir": Path(cfg.out) / "best"}  # fmt: skip
+        run = {
+            "lr": lr,
+            "seed": seed,
+            "dev_accuracy": r["best"]["value"],
+            "best_step": r["best"]["step"],
+            "seconds": round(r["history"][-1]["seconds"], 1),
+            "best_dir": Path(cfg.out) / "best",
+        }
         print(name, "reused", done, flush=True)
         return run
     start = time.perf_counter()
     result = finetune(cfg)
-    run = {"lr": lr, "seed": seed, "dev_accuracy": result.best_value, "best_step": result.best_step,
-           "seconds": round(time.perf_counter() - start, 1), "best_dir": result.best_dir}  # fmt: skip
+    run = {
+        "lr": lr,
+        "seed": seed,
+        "dev_accuracy": result.best_value,
+        "best_step": result.best_step,
+        "seconds": round(time.perf_counter() - start, 1),
+        "best_dir": result.best_dir,
+    }
     print(name, {k: v for k, v in run.items() if k != "best_dir"}, flush=True)
     return run
 
@@ -134,17 +164,29 @@ def main() -> None:
     )
     p.add_argument("--pooling", choices=POOLINGS, default="cls", help="classification head's pooling")
     p.add_argument("--split-seed", type=int, default=0, help="seed of the train/dev/test split")
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default=FinetuneConfig.optimizer,
-                   help="adamw_official: the paper's (default); adamw: torch's bias-corrected AdamW")  # fmt: skip
+    p.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        default=FinetuneConfig.optimizer,
+        help="adamw_official: the paper's (default); adamw: torch's bias-corrected AdamW",
+    )
     p.add_argument("--max-steps", type=int, default=1000)
     p.add_argument("--eval-every", type=int, default=100)
-    p.add_argument("--lrs", type=lambda v: [float(x) for x in v.split(",")], default=[1e-4, 3e-4, 1e-3],
-                   help="comma-separated peak learning rates; the best dev run of each model is tested")  # fmt: skip
+    p.add_argument(
+        "--lrs",
+        type=lambda v: [float(x) for x in v.split(",")],
+        default=[1e-4, 3e-4, 1e-3],
+        help="comma-separated peak learning rates; the best dev run of each model is tested",
+    )
     p.add_argument("--max-seq-length", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--only", choices=("rt", "lee"))
-    p.add_argument("--models", type=lambda v: v.split(","), default=["pretrained", "random_init"],
-                   help="Rotten Tomatoes runs to do; results merge into OUT/finetune_results.json")  # fmt: skip
+    p.add_argument(
+        "--models",
+        type=lambda v: v.split(","),
+        default=["pretrained", "random_init"],
+        help="Rotten Tomatoes runs to do; results merge into OUT/finetune_results.json",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     torch.set_num_threads(args.threads)

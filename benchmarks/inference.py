@@ -43,9 +43,16 @@ def transformers_int8(directory: Path, work: Path) -> tuple[bytes, bytes]:
     buffer = io.BytesIO()
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (ids, ids, torch.zeros_like(ids)), buffer, dynamo=False, opset_version=17,
-                          input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=["last_hidden_state", "pooler_output"], dynamic_axes=axes)  # fmt: skip
+        torch.onnx.export(
+            model,
+            (ids, ids, torch.zeros_like(ids)),
+            buffer,
+            dynamo=False,
+            opset_version=17,
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state", "pooler_output"],
+            dynamic_axes=axes,
+        )
     (work / "hf.onnx").write_bytes(buffer.getvalue())
     quantize_dynamic(str(work / "hf.onnx"), str(work / "hf_int8.onnx"), weight_type=QuantType.QInt8)
     return buffer.getvalue(), (work / "hf_int8.onnx").read_bytes()
@@ -74,8 +81,10 @@ def main() -> None:
     int8 = quantize(fp32).model_bytes
     _, hf_int8 = transformers_int8(work / "hf", work)
     sizes = {"safetensors": (work / "litebert" / "model.safetensors").stat().st_size}
-    sessions = {name: onnx_session(data, args.threads) for name, data in
-                (("bundle fp32", fp32), ("bundle int8", int8), ("transformers int8", hf_int8))}  # fmt: skip
+    sessions = {
+        name: onnx_session(data, args.threads)
+        for name, data in (("bundle fp32", fp32), ("bundle int8", int8), ("transformers int8", hf_int8))
+    }
     sizes.update({"bundle fp32": len(fp32), "bundle int8": len(int8), "transformers int8": len(hf_int8)})
 
     def eager(bf16: bool):
@@ -93,8 +102,10 @@ def main() -> None:
     for name, session in sessions.items():
         runs[name] = lambda feed, session=session: session.run(None, feed)
     rng = np.random.default_rng(0)
-    print(f"{args.preset}, {args.threads} thread(s), length {args.length}, {args.rounds} rounds, "
-          f"torch {torch.__version__}")  # fmt: skip
+    print(
+        f"{args.preset}, {args.threads} thread(s), length {args.length}, {args.rounds} rounds, "
+        f"torch {torch.__version__}"
+    )
     header = f"{'file MB':>8} {'x safetensors':>13} {'b1 ms':>8} {'b1 tok/s':>9} {'b32 ms':>8} {'b32 tok/s':>10}"
     print(f"{'path':<22} {header}")
     results: dict[tuple[str, int], list[float]] = {}

@@ -55,10 +55,20 @@ def source(args: argparse.Namespace, vocab: int, seq: int):  # noqa: ANN201
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(
-        max_steps=args.steps * (args.rounds + 1), batch_size=args.batch, lr=1e-4, warmup_steps=1, save_every=10**9,
-        eval_every=args.steps, log_every=args.steps, precision=args.precision, compile=args.compile,
-        device=args.device, progress=False, tensorboard=False, deterministic=not args.nondeterministic,
-    )  # fmt: skip
+        max_steps=args.steps * (args.rounds + 1),
+        batch_size=args.batch,
+        lr=1e-4,
+        warmup_steps=1,
+        save_every=10**9,
+        eval_every=args.steps,
+        log_every=args.steps,
+        precision=args.precision,
+        compile=args.compile,
+        device=args.device,
+        progress=False,
+        tensorboard=False,
+        deterministic=not args.nondeterministic,
+    )
 
 
 def bare_steps(config: litebert.ModelConfig, cfg: TrainConfig, batches: list[dict]) -> Callable[[], float]:
@@ -138,8 +148,10 @@ def main() -> None:
     config = litebert.preset(args.preset, vocab_size=vocab, max_position=max(512, seq), **v2)
     cfg = train_config(args)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
-    print(f"# {name}, {torch.get_num_threads()} threads, torch {torch.__version__}, python {sys.version.split()[0]}, "
-          f"commit {os.environ.get('LITEBERT_COMMIT', '?')}")  # fmt: skip
+    print(
+        f"# {name}, {torch.get_num_threads()} threads, torch {torch.__version__}, python {sys.version.split()[0]}, "
+        f"commit {os.environ.get('LITEBERT_COMMIT', '?')}"
+    )
     print(
         f"# {args.preset} batch {args.batch} x {seq}, {args.precision}, {cfg.optimizer}, compile {args.compile}, "
         f"deterministic {cfg.deterministic}, data {args.data or 'synthetic'}, {args.steps} steps an interval"
@@ -147,8 +159,11 @@ def main() -> None:
     ratios = []
     for i, (loop, mfu, bare) in enumerate(measure(args, config, vocab, seq)):
         kind = "warm-up" if i == 0 else f"interval {i}"
-        print(f"{kind}: loop {loop:,.0f} tokens/s (MFU {mfu:.1%} as metrics.jsonl logs it), bare {bare:,.0f} "
-              f"tokens/s, efficiency {loop / bare:.3f}", flush=True)  # fmt: skip
+        print(
+            f"{kind}: loop {loop:,.0f} tokens/s (MFU {mfu:.1%} as metrics.jsonl logs it), bare {bare:,.0f} "
+            f"tokens/s, efficiency {loop / bare:.3f}",
+            flush=True,
+        )
         if i:
             ratios.append(loop / bare)
     print(f"loop efficiency (median of {len(ratios)}): {statistics.median(ratios):.3f}")

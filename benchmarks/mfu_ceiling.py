@@ -51,8 +51,9 @@ class Product:
         return 2 * batch * a[-2] * a[-1] * b[-1]
 
     def label(self) -> str:
-        shapes = " x ".join("[" + ",".join(map(str, s)) + "]" + ("T" if _transposed(s, st) else "")
-                            for s, st, _ in self.tensors[-2:])  # fmt: skip
+        shapes = " x ".join(
+            "[" + ",".join(map(str, s)) + "]" + ("T" if _transposed(s, st) else "") for s, st, _ in self.tensors[-2:]
+        )
         return f"{self.op.__name__.split('.')[0]} {shapes} {self.tensors[-1][2]}".replace("torch.", "")
 
     def make(self) -> tuple[list[torch.Tensor], dict]:
@@ -120,8 +121,10 @@ def main() -> None:
     set_up(args)
     config = litebert.preset(args.preset, vocab_size=30000)
     model_flops = args.batch * train_flops_per_sequence(config, args.seq, max(1, round(0.15 * args.seq)))
-    print(f"# {args.preset}, batch {args.batch} x {args.seq}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, {args.reps} repetitions")  # fmt: skip
+    print(
+        f"# {args.preset}, batch {args.batch} x {args.seq}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, {args.reps} repetitions"
+    )
     for precision in args.precision:
         dtype = torch.bfloat16 if precision == "bf16" else torch.float32
         products = record_step(config, args.batch, args.seq, dtype)
@@ -136,18 +139,24 @@ def main() -> None:
             rates.append(step_flops / seconds)
             peaks.append(peak)
             ratios.append(step_flops / seconds / peak)
-        print(f"\n## {precision}: {len(products)} products, step matmul FLOP {step_flops / 1e9:.1f} G "
-              f"(model FLOPs counted by throughput.py: {model_flops / 1e9:.1f} G)")  # fmt: skip
+        print(
+            f"\n## {precision}: {len(products)} products, step matmul FLOP {step_flops / 1e9:.1f} G "
+            f"(model FLOPs counted by throughput.py: {model_flops / 1e9:.1f} G)"
+        )
         rate, peak, ceiling = (statistics.median(v) for v in (rates, peaks, ratios))
-        print(f"matmul-only {rate / 1e9:.0f} GFLOP/s, peak {peak / 1e9:.0f} GFLOP/s, "
-              f"ceiling {ceiling:.0%} (range {min(ratios):.0%}-{max(ratios):.0%})")  # fmt: skip
+        print(
+            f"matmul-only {rate / 1e9:.0f} GFLOP/s, peak {peak / 1e9:.0f} GFLOP/s, "
+            f"ceiling {ceiling:.0%} (range {min(ratios):.0%}-{max(ratios):.0%})"
+        )
         by_time = {product: statistics.median(times) for product, times in per_product.items()}
         counts = Counter(products)
         total = sum(by_time[p] * n for p, n in counts.items())
         for product in sorted(counts, key=lambda p: by_time[p] * counts[p], reverse=True)[:5]:
             share = by_time[product] * counts[product] / total
-            print(f"  {product.label():60s} x{counts[product]:3d}  {share:5.1%} of matmul time  "
-                  f"{product.flops / by_time[product] / 1e9:6.0f} GFLOP/s")  # fmt: skip
+            print(
+                f"  {product.label():60s} x{counts[product]:3d}  {share:5.1%} of matmul time  "
+                f"{product.flops / by_time[product] / 1e9:6.0f} GFLOP/s"
+            )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,10 @@ def main() -> None:
                     b.append(chunked)
             ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
             ms = 1000 / args.reps
-            print(f"{rows:>6} {vocab:>6} {str(dtype).removeprefix('torch.'):<9} {statistics.median(a) * ms:>13.1f} "
-                  f"{statistics.median(b) * ms:>10.1f} {ratio:>7.2f}x")  # fmt: skip
+            print(
+                f"{rows:>6} {vocab:>6} {str(dtype).removeprefix('torch.'):<9} {statistics.median(a) * ms:>13.1f} "
+                f"{statistics.median(b) * ms:>10.1f} {ratio:>7.2f}x"
+            )
 
 
 if __name__ == "__main__":

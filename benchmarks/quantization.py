@@ -52,8 +52,11 @@ def base_model(work: Path) -> Path:
     tok = train_tokenizer(chapters, work / "tok", vocab_size=6000)
     write_hf_tokenizer_files(tok)
     torch.manual_seed(0)
-    litebert.save(litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=tok.vocab_size)), work / "base",
-                  tokenizer_dir=work / "tok")  # fmt: skip
+    litebert.save(
+        litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=tok.vocab_size)),
+        work / "base",
+        tokenizer_dir=work / "tok",
+    )
     return work / "base"
 
 
@@ -71,9 +74,21 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="litebert-quantization-"))
     train, dev = split(work)
     init = args.init or base_model(work)
-    finetune(FinetuneConfig(init=str(init), out=str(work / "ft"), task="classification", train=str(train),
-                            dev=str(dev), max_steps=args.steps, eval_every=args.steps, lr=5e-4, batch_size=16,
-                            max_seq_length=128, seed=0))  # fmt: skip
+    finetune(
+        FinetuneConfig(
+            init=str(init),
+            out=str(work / "ft"),
+            task="classification",
+            train=str(train),
+            dev=str(dev),
+            max_steps=args.steps,
+            eval_every=args.steps,
+            lr=5e-4,
+            batch_size=16,
+            max_seq_length=128,
+            seed=0,
+        )
+    )
     bundle = export_onnx(work / "ft" / "best", work / "bundle")
     predictor = OnnxPredictor(bundle)
     data = predictor.task.load(dev, predictor.tokenizer, predictor.cfg, predictor.state, mode="eval")
@@ -86,8 +101,10 @@ def main() -> None:
         q = quantize(fp32_bytes, **settings)
         predictor.session = onnx_session(q.model_bytes)
         got = np.stack(predictor.run(data)["logits"]).argmax(-1)
-        print(f"{name:<46} agreement {np.mean(got == reference):6.1%}   accuracy {np.mean(got == gold):6.1%}   "
-              f"{len(q.model_bytes) / 1e6:.2f} MB")  # fmt: skip
+        print(
+            f"{name:<46} agreement {np.mean(got == reference):6.1%}   accuracy {np.mean(got == gold):6.1%}   "
+            f"{len(q.model_bytes) / 1e6:.2f} MB"
+        )
 
 
 if __name__ == "__main__":

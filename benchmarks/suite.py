@@ -42,9 +42,20 @@ def make_model(out: Path) -> Path:
 def case(model: Path, out: Path, units: int, steps: int, **schedule: object) -> float:
     from litebert.finetune.suite import SuiteConfig, run_suite
 
-    cfg = SuiteConfig(suite="glue", data=str(GLUE), init=str(model), out=str(out), tasks=("SST-2",), recipe="quick",
-                      seeds=units, max_steps=steps, eval_every=steps, batch_size=16, max_seq_length=64,
-                      **schedule)  # fmt: skip
+    cfg = SuiteConfig(
+        suite="glue",
+        data=str(GLUE),
+        init=str(model),
+        out=str(out),
+        tasks=("SST-2",),
+        recipe="quick",
+        seeds=units,
+        max_steps=steps,
+        eval_every=steps,
+        batch_size=16,
+        max_seq_length=64,
+        **schedule,
+    )
     start = time.perf_counter()
     result = run_suite(cfg, write=lambda line: None)
     if result.failed or result.results["units"]["trained"] != units:
@@ -65,8 +76,12 @@ def main() -> None:
         cores = len(os.sched_getaffinity(0))
         cases = {"cpu, 1 process": {"jobs": 1, "threads": cores}, "cpu, 2 processes": {"jobs": 2}}
         if torch.cuda.is_available():
-            cases.update({"cuda:0, 1 unit at a time": {"devices": ("cuda:0",)},
-                          "cuda:0, 2 units at a time": {"devices": ("cuda:0", "cuda:0")}})  # fmt: skip
+            cases.update(
+                {
+                    "cuda:0, 1 unit at a time": {"devices": ("cuda:0",)},
+                    "cuda:0, 2 units at a time": {"devices": ("cuda:0", "cuda:0")},
+                }
+            )
         for i, (name, schedule) in enumerate(cases.items()):
             seconds = case(model, tmp / f"case{i}", args.units, args.steps, **schedule)
             print(

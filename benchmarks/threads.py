@@ -83,8 +83,11 @@ def main() -> None:
             busy, threads, policy = case
             steps, seen = run_case(threads, policy, busy == "yes", args.steps, args.warmup)
             times[case].append(statistics.median(steps))
-            print(f"# round {r}: busy={busy} threads={threads} ({seen}) policy={policy}: "
-                  f"{statistics.median(steps):.3f} s/step", flush=True)  # fmt: skip
+            print(
+                f"# round {r}: busy={busy} threads={threads} ({seen}) policy={policy}: "
+                f"{statistics.median(steps):.3f} s/step",
+                flush=True,
+            )
     print(f"# load average after {os.getloadavg()}")
     print(f"{'busy':<5} {'threads':>7} {'OMP_WAIT_POLICY':>16} {'median s/step':>14} {'range over rounds':>18}")
     for case in cases:

@@ -311,8 +311,11 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None, help="also append results as JSON lines here")
     ap.add_argument("--compile", action="store_true", help="torch.compile litebert's model (transformers stays eager)")
     ap.add_argument("--no-dropout", action="store_true", help="the ALBERT v2 configuration: dropout 0 everywhere")
-    ap.add_argument("--plain-malloc", action="store_true",
-                    help="leave glibc malloc alone (default: litebert.model.allocator, as the CLI)")  # fmt: skip
+    ap.add_argument(
+        "--plain-malloc",
+        action="store_true",
+        help="leave glibc malloc alone (default: litebert.model.allocator, as the CLI)",
+    )
     args = ap.parse_args()
     device = torch.device(args.device)
     kept = False if args.plain_malloc else keep_freed_memory()  # for both libraries: they share this process
@@ -328,8 +331,10 @@ def main() -> None:
     args.precision = args.precision or (["fp32", "bf16"] if native else ["fp32"])
     peak = {p: matmul_peak(torch.bfloat16 if p == "bf16" else torch.float32, device) for p in args.precision}
     if device.type == "cuda":
-        machine = f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda}, TF32 matmul: " \
-                  f"{torch.backends.cuda.matmul.allow_tf32})"  # fmt: skip
+        machine = (
+            f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda}, TF32 matmul: "
+            f"{torch.backends.cuda.matmul.allow_tf32})"
+        )
     else:
         caps = torch.cpu.get_capabilities()
         isa = next((n for k, n in (("amx_bf16", "AMX"), ("avx512_f", "AVX-512"), ("avx2", "AVX2")) if caps.get(k)), "-")
@@ -345,8 +350,10 @@ def main() -> None:
     if sheet:
         print("# datasheet dense peak: " + ", ".join(f"{p} {v / 1e12:.0f} TFLOP/s" for p, v in sheet.items()))
     if not native and "bf16" not in args.precision:  # torch's bf16 matmul is a reference loop there
-        print("# bf16 left out: without AVX512-BF16 or AMX, torch's bf16 matmul runs ~100x below fp32 for both "
-              "libraries (--precision bf16 measures it anyway)")  # fmt: skip
+        print(
+            "# bf16 left out: without AVX512-BF16 or AMX, torch's bf16 matmul runs ~100x below fp32 for both "
+            "libraries (--precision bf16 measures it anyway)"
+        )
     print(
         f"{'preset':<12} {'case':<15} {'seq':>4} {'prec':<5} {'speedup':>8} {'ours tok/s':>11} {'hf tok/s':>10} "
         f"{'ours MFU':>8} {'hf MFU':>7} {'GF/s':>6} {'peak mem':>9} {'max diff':>8}"
@@ -369,10 +376,12 @@ def main() -> None:
                     n = 512 if name == "tiny" else 256
                     seqs_ = synthetic_sentences(n, T, rng) if args.synthetic else sentences(tok, args.data, n, T)
                     batches = tuple(
-                        [(ours_on if g else lambda b, d, c: to(b, d))(b, device, case)
-                         for b in finetune_batches(seqs_, 32, g, 0)]
+                        [
+                            (ours_on if g else lambda b, d, c: to(b, d))(b, device, case)
+                            for b in finetune_batches(seqs_, 32, g, 0)
+                        ]
                         for g in (True, False)
-                    )  # fmt: skip
+                    )
                     tokens = sum(len(s) for s in seqs_[: len(batches[0]) * 32])
                 diff = parity(pair, batches[1][0])  # every key present (ours may drop a full mask)
                 if args.compile:  # compiled in the warm-up round, which is not timed

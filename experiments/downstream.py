@@ -41,8 +41,14 @@ def rt_split(runner: Runner) -> Path:
         tmp = path.with_name(path.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         table = runner.data_root / "labeled" / "rotten_tomatoes.csv.bz2"
-        split_labeled_table(table, tmp, text_column="text", label_column="category", labels=("fresh", "rotten"),
-                            seed=runner.scale.split_seed)  # fmt: skip
+        split_labeled_table(
+            table,
+            tmp,
+            text_column="text",
+            label_column="category",
+            labels=("fresh", "rotten"),
+            seed=runner.scale.split_seed,
+        )
         tmp.rename(path)
     return path
 
@@ -61,9 +67,19 @@ def finetune_run(runner: Runner, init: Path, model: str, random_init: bool, lr: 
     run_dir = runner.out / "finetune" / model / f"lr{lr:g}-seed{seed}-{settings_key(settings)}"
     runner.used.add(run_dir.name)
     if not (run_dir / "results.json").is_file():
-        cfg = FinetuneConfig(task="classification", train=str(split / "train.csv"), dev=str(split / "dev.csv"),
-                             init=str(init), out=str(run_dir), random_init=random_init, text_columns=("text",),
-                             label_column="label", lr=lr, seed=seed, **runner.scale.finetune)  # fmt: skip
+        cfg = FinetuneConfig(
+            task="classification",
+            train=str(split / "train.csv"),
+            dev=str(split / "dev.csv"),
+            init=str(init),
+            out=str(run_dir),
+            random_init=random_init,
+            text_columns=("text",),
+            label_column="label",
+            lr=lr,
+            seed=seed,
+            **runner.scale.finetune,
+        )
         with runner.timed("finetune", run_dir.name):
             finetune(cfg, resume=latest_checkpoint(run_dir) is not None)  # an interrupted run continues
     best = read_json(run_dir / "results.json")["best"]
@@ -118,8 +134,10 @@ def _lee_data(runner: Runner) -> tuple[list[str], np.ndarray, np.ndarray, np.nda
 def lee(runner: Runner, name: str, *, random_init: bool = False) -> dict:
     """Lee Spearman of variant `name`'s mean-pooled embeddings (random init: median over the scale's seeds)."""
     init = runner.model_dir(name)
-    settings = {"model": _architecture(runner, init) if random_init else runner.pretrain(name).name,
-                "seeds": list(runner.scale.seeds) if random_init else None}  # fmt: skip
+    settings = {
+        "model": _architecture(runner, init) if random_init else runner.pretrain(name).name,
+        "seeds": list(runner.scale.seeds) if random_init else None,
+    }
 
     def compute() -> dict:
         docs, i, j, gold = _lee_data(runner)

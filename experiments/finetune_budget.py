@@ -30,17 +30,24 @@ def own_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
 
 
 def run(runner: Runner, lr: float) -> dict:
-    return {"model": MODEL, "steps": runner.scale.finetune["max_steps"], "lr": lr,
-            "pretrained": rt(runner, MODEL, lr=lr), "random_init": rt(runner, MODEL, random_init=True, lr=lr),
-            "baselines": baselines(runner)}  # fmt: skip
+    return {
+        "model": MODEL,
+        "steps": runner.scale.finetune["max_steps"],
+        "lr": lr,
+        "pretrained": rt(runner, MODEL, lr=lr),
+        "random_init": rt(runner, MODEL, random_init=True, lr=lr),
+        "baselines": baselines(runner),
+    }
 
 
 def markdown(results: dict) -> str:
     b = results["baselines"]
-    rows = [[f"{MODEL}, pretrained", spread(results["pretrained"])],
-            [f"{MODEL}, random init", spread(results["random_init"])],
-            ["bag of words", pct(b["rt_bag_of_words"]["test_accuracy"])],
-            ["majority class", pct(b["rt_majority"])]]  # fmt: skip
+    rows = [
+        [f"{MODEL}, pretrained", spread(results["pretrained"])],
+        [f"{MODEL}, random init", spread(results["random_init"])],
+        ["bag of words", pct(b["rt_bag_of_words"]["test_accuracy"])],
+        ["majority class", pct(b["rt_majority"])],
+    ]
     return table(["model", f"RT test, {results['steps']} steps at lr {results['lr']:g}: median [range]"], rows)
 
 
@@ -52,8 +59,14 @@ def draw(results: dict, fig) -> None:
     b = results["baselines"]
     ax.axhline(100 * b["rt_bag_of_words"]["test_accuracy"], color="k", ls="--", lw=1, label="bag of words")
     ax.axhline(100 * b["rt_majority"], color="k", ls=":", lw=1, label="majority class")
-    ax.set(xticks=[0, 1], xticklabels=["pretrained", "random init"], xlim=(-0.5, 1.5), ylim=(40, 90),
-           ylabel="Rotten Tomatoes test accuracy (%)", title=f"{results['steps']} fine-tuning steps")  # fmt: skip
+    ax.set(
+        xticks=[0, 1],
+        xticklabels=["pretrained", "random init"],
+        xlim=(-0.5, 1.5),
+        ylim=(40, 90),
+        ylabel="Rotten Tomatoes test accuracy (%)",
+        title=f"{results['steps']} fine-tuning steps",
+    )
     ax.legend(fontsize=8)
 
 
@@ -62,13 +75,16 @@ def main(argv: list[str] | None = None) -> dict:
     own, rest = own_args(argv)
     args = parse_args(__doc__, rest)
     base = SCALES[args.scale]
-    scale = dataclasses.replace(base, finetune={**base.finetune, "max_steps": own.steps,
-                                                "eval_every": max(1, own.steps // 10)},
-                                seeds=tuple(int(s) for s in own.seeds.split(",")))  # fmt: skip
+    scale = dataclasses.replace(
+        base,
+        finetune={**base.finetune, "max_steps": own.steps, "eval_every": max(1, own.steps // 10)},
+        seeds=tuple(int(s) for s in own.seeds.split(",")),
+    )
     runner = Runner(scale, args.out, args.data_root)
     results = run(runner, own.lr)
-    write_outputs(runner, "finetune_budget", results, markdown(results), lambda fig: draw(results, fig), started,
-                  figsize=(5, 4))  # fmt: skip
+    write_outputs(
+        runner, "finetune_budget", results, markdown(results), lambda fig: draw(results, fig), started, figsize=(5, 4)
+    )
     return results
 
 

@@ -35,16 +35,24 @@ def probes(runner: Runner) -> dict[str, dict[str, ExampleBatch]]:
     runner.used.add(path.stem)
     if not path.is_file():
         with runner.timed("probes", path.stem):
-            sets = {split: probe_sets(data, split, seed=0, max_pairs=cap)
-                    for split, cap in (("eval", s.probe_pairs), ("train", s.probe_train_pairs))}  # fmt: skip
-            arrays = {f"{split}.{task}.{f}": getattr(ex, f) for split, tasks in sets.items()
-                      for task, ex in tasks.items() for f in FIELDS}  # fmt: skip
+            sets = {
+                split: probe_sets(data, split, seed=0, max_pairs=cap)
+                for split, cap in (("eval", s.probe_pairs), ("train", s.probe_train_pairs))
+            }
+            arrays = {
+                f"{split}.{task}.{f}": getattr(ex, f)
+                for split, tasks in sets.items()
+                for task, ex in tasks.items()
+                for f in FIELDS
+            }
             path.parent.mkdir(exist_ok=True)
             with atomic_path(path) as tmp, open(tmp, "wb") as f:
                 np.savez(f, **arrays)
     with np.load(path, allow_pickle=False) as stored:
-        return {split: {task: ExampleBatch(**{f: stored[f"{split}.{task}.{f}"] for f in FIELDS})
-                        for task in ("sop", "nsp")} for split in ("eval", "train")}  # fmt: skip
+        return {
+            split: {task: ExampleBatch(**{f: stored[f"{split}.{task}.{f}"] for f in FIELDS}) for task in ("sop", "nsp")}
+            for split in ("eval", "train")
+        }
 
 
 def _load(runner: Runner, name: str, share: float = 1.0) -> litebert.AlbertForPretraining:
@@ -57,8 +65,11 @@ def _mlm(runner: Runner, model: torch.nn.Module, data) -> dict:
     result = evaluate(
         model, batches, dist.DistEnv(device=runner.device), vocab_size=vocab, max_batches=runner.scale.mlm_eval_batches
     )
-    return {k: result[k] for k in ("eval_mlm_acc", "eval_mlm_loss", "eval_masked_tokens", "eval_unigram_acc",
-                                   "eval_majority_acc") if k in result}  # fmt: skip
+    return {
+        k: result[k]
+        for k in ("eval_mlm_acc", "eval_mlm_loss", "eval_masked_tokens", "eval_unigram_acc", "eval_majority_acc")
+        if k in result
+    }
 
 
 def intrinsic(runner: Runner, name: str, share: float = 1.0) -> dict:
@@ -79,8 +90,9 @@ def intrinsic(runner: Runner, name: str, share: float = 1.0) -> dict:
         if VARIANTS[name].objective != "sop":
             out["mlm_own_data"] = _mlm(runner, model, runner.data(VARIANTS[name].objective))
         for task in ("nsp", "sop"):
-            out[task] = score_pairs(model, sets["train"][task], sets["eval"][task], pad_id=pad,
-                                    batch_size=runner.scale.eval_batch_size)  # fmt: skip
+            out[task] = score_pairs(
+                model, sets["train"][task], sets["eval"][task], pad_id=pad, batch_size=runner.scale.eval_batch_size
+            )
         return out
 
     return runner.cached("intrinsic", settings, compute)
@@ -115,5 +127,4 @@ def smoothness(runner: Runner, name: str) -> dict:
 def parameters(runner: Runner, name: str) -> dict:
     """Parameter counts of a variant (backbone: embeddings, projection, encoder, pooler; and with the heads)."""
     count = count_parameters(runner.model_config(name))
-    return {"backbone": count.backbone, "total": count.total, "embeddings": count.embeddings,
-            "encoder": count.encoder}  # fmt: skip
+    return {"backbone": count.backbone, "total": count.total, "embeddings": count.embeddings, "encoder": count.encoder}

@@ -23,11 +23,16 @@ PAPER = {"none": (54.9, 52.4, 53.3), "NSP": (54.5, 90.5, 52.0), "SOP": (54.0, 78
 def run(runner: Runner) -> dict:
     results = {"models": {}, "paper_mlm_nsp_sop": PAPER}
     for name, label in MODELS.items():
-        results["models"][name] = {"objective": label, "intrinsic": intrinsic(runner, name),
-                                   "rt": rt(runner, name) if finetuned(runner, name) else None,
-                                   "lee": lee(runner, name)}  # fmt: skip
-    results["random_init"] = {"rt": rt(runner, "albert", random_init=True) if finetuned(runner, "albert") else None,
-                              "lee": lee(runner, "albert", random_init=True)}  # fmt: skip
+        results["models"][name] = {
+            "objective": label,
+            "intrinsic": intrinsic(runner, name),
+            "rt": rt(runner, name) if finetuned(runner, name) else None,
+            "lee": lee(runner, name),
+        }
+    results["random_init"] = {
+        "rt": rt(runner, "albert", random_init=True) if finetuned(runner, "albert") else None,
+        "lee": lee(runner, "albert", random_init=True),
+    }
     results["baselines"] = baselines(runner)
     return results
 
@@ -36,17 +41,65 @@ def markdown(results: dict) -> str:
     rows = []
     for m in results["models"].values():
         i, paper = m["intrinsic"], PAPER[m["objective"]]
-        rows.append([m["objective"], paper[0], pct(i["mlm"]["eval_mlm_acc"]), paper[1], pct(i["nsp"]["head_accuracy"]),
-                     pct(i["nsp"]["probe_accuracy"]), paper[2], pct(i["sop"]["head_accuracy"]),
-                     pct(i["sop"]["probe_accuracy"]), spread(m["rt"]), f"{m['lee']['spearman']:.3f}"])  # fmt: skip
+        rows.append(
+            [
+                m["objective"],
+                paper[0],
+                pct(i["mlm"]["eval_mlm_acc"]),
+                paper[1],
+                pct(i["nsp"]["head_accuracy"]),
+                pct(i["nsp"]["probe_accuracy"]),
+                paper[2],
+                pct(i["sop"]["head_accuracy"]),
+                pct(i["sop"]["probe_accuracy"]),
+                spread(m["rt"]),
+                f"{m['lee']['spearman']:.3f}",
+            ]
+        )
     r, b = results["random_init"], results["baselines"]
-    rows.append(["random init (same architecture)", "", "", "", "", "", "", "", "", spread(r["rt"]),
-                 f"{r['lee']['spearman']:.3f}"])  # fmt: skip
-    rows.append(["bag of words", "", "", "", "", "", "", "", "", pct(b["rt_bag_of_words"]["test_accuracy"]),
-                 f"{b['lee_bow_tfidf']:.3f} (tf-idf)"])  # fmt: skip
-    header = ["pretraining objective", "MLM paper", "MLM ours", "NSP paper", "NSP ours: head", "NSP ours: probe",
-              "SOP paper", "SOP ours: head", "SOP ours: probe", "Rotten Tomatoes test, median [range]",
-              "Lee Spearman"]  # fmt: skip
+    rows.append(
+        [
+            "random init (same architecture)",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            spread(r["rt"]),
+            f"{r['lee']['spearman']:.3f}",
+        ]
+    )
+    rows.append(
+        [
+            "bag of words",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            pct(b["rt_bag_of_words"]["test_accuracy"]),
+            f"{b['lee_bow_tfidf']:.3f} (tf-idf)",
+        ]
+    )
+    header = [
+        "pretraining objective",
+        "MLM paper",
+        "MLM ours",
+        "NSP paper",
+        "NSP ours: head",
+        "NSP ours: probe",
+        "SOP paper",
+        "SOP ours: head",
+        "SOP ours: probe",
+        "Rotten Tomatoes test, median [range]",
+        "Lee Spearman",
+    ]
     return table(header, rows)
 
 
@@ -64,14 +117,29 @@ def draw(results: dict, fig) -> None:
     axes[0].legend(fontsize=8)
     for ax, task, k in ((axes[1], "nsp", 1), (axes[2], "sop", 2)):
         w = 0.38
-        ax.bar([i - w / 2 for i in x], [100 * m["intrinsic"][task]["head_accuracy"] for m in models], w,
-               label="own head", color="tab:blue")  # fmt: skip
-        ax.bar([i + w / 2 for i in x], [100 * m["intrinsic"][task]["probe_accuracy"] for m in models], w,
-               label="linear probe", color="tab:orange")  # fmt: skip
+        ax.bar(
+            [i - w / 2 for i in x],
+            [100 * m["intrinsic"][task]["head_accuracy"] for m in models],
+            w,
+            label="own head",
+            color="tab:blue",
+        )
+        ax.bar(
+            [i + w / 2 for i in x],
+            [100 * m["intrinsic"][task]["probe_accuracy"] for m in models],
+            w,
+            label="linear probe",
+            color="tab:orange",
+        )
         ax.plot([i - w / 2 for i in x], [PAPER[m][k] for m in labels], "kx", label="paper (head)")
         ax.axhline(50, color="0.3", lw=0.8, ls=":")
-        ax.set(title=f"balanced held-out {task.upper()} pairs: accuracy (%)", xticks=list(x), xticklabels=labels,
-               ylim=(40, 100), xlabel="pretraining objective")  # fmt: skip
+        ax.set(
+            title=f"balanced held-out {task.upper()} pairs: accuracy (%)",
+            xticks=list(x),
+            xticklabels=labels,
+            ylim=(40, 100),
+            xlabel="pretraining objective",
+        )
         ax.legend(fontsize=8)
 
 

@@ -22,10 +22,16 @@ from litebert.io import write_json  # noqa: E402
 def commit() -> str:
     """The repository's commit, with "+changes" when the working tree differs from it."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+changes" if dirty else "")
@@ -50,18 +56,30 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def write_outputs(
-    runner: Runner, name: str, results: dict, markdown: str, draw: Callable[[plt.Figure], None], started: float,
+    runner: Runner,
+    name: str,
+    results: dict,
+    markdown: str,
+    draw: Callable[[plt.Figure], None],
+    started: float,
     figsize: tuple[float, float] = (11, 4),
-) -> dict[str, Path]:  # fmt: skip
+) -> dict[str, Path]:
     """Write the three files of a script; returns their paths."""
     paths = {ext: runner.out / f"{name}.{ext}" for ext in ("json", "md", "png")}
     wall = time.perf_counter() - started
-    record = {"results": results, "recipe": scale_record(runner), "commit": commit(),
-              "date": time.strftime("%Y-%m-%d %H:%M:%S"), "wall_seconds_this_call": round(wall, 1),
-              "wall_seconds_of_the_units_used": round(runner.seconds(), 1)}  # fmt: skip
+    record = {
+        "results": results,
+        "recipe": scale_record(runner),
+        "commit": commit(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "wall_seconds_this_call": round(wall, 1),
+        "wall_seconds_of_the_units_used": round(runner.seconds(), 1),
+    }
     write_json(record, paths["json"])
-    header = (f"<!-- {name}: scale {runner.scale.name}, commit {record['commit']}, {record['date']}, units' wall time "
-              f"{runner.seconds() / 60:.1f} min -->\n")  # fmt: skip
+    header = (
+        f"<!-- {name}: scale {runner.scale.name}, commit {record['commit']}, {record['date']}, units' wall time "
+        f"{runner.seconds() / 60:.1f} min -->\n"
+    )
     paths["md"].write_text(header + markdown)
     fig = plt.figure(figsize=figsize)
     draw(fig)
@@ -73,9 +91,14 @@ def write_outputs(
 
 
 def run_script(
-    name: str, description: str, argv: list[str] | None, run: Callable[[Runner], dict],
-    markdown: Callable[[dict], str], draw: Callable[[dict, plt.Figure], None], figsize: tuple[float, float] = (11, 4),
-) -> dict:  # fmt: skip
+    name: str,
+    description: str,
+    argv: list[str] | None,
+    run: Callable[[Runner], dict],
+    markdown: Callable[[dict], str],
+    draw: Callable[[dict, plt.Figure], None],
+    figsize: tuple[float, float] = (11, 4),
+) -> dict:
     """The main of an experiment script: the shared options, its units run on the scale's runner, its three files."""
     started = time.perf_counter()
     args = parse_args(description, argv)

@@ -71,9 +71,15 @@ class Runner:
             yield
             finished = True
         finally:
-            record = {"unit": unit, "key": key, "seconds": round(time.perf_counter() - start, 1),
-                      "finished": finished, "at": time.strftime("%Y-%m-%d %H:%M:%S"),
-                      "load_average": round(os.getloadavg()[0], 2), "device": str(self.device)}  # fmt: skip
+            record = {
+                "unit": unit,
+                "key": key,
+                "seconds": round(time.perf_counter() - start, 1),
+                "finished": finished,
+                "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "load_average": round(os.getloadavg()[0], 2),
+                "device": str(self.device),
+            }
             with open(self.out / "timings.jsonl", "a") as f:
                 f.write(json.dumps(record) + "\n")
 
@@ -123,8 +129,15 @@ class Runner:
         self.used.add(path.name)
         if not (path / "manifest.json").is_file():
             with self.timed("data", path.name):
-                build(self.corpus(), tokenizer, path, config, workers=self.scale.workers,
-                      read_config=ReadConfig(**self.scale.read), progress=False)  # fmt: skip
+                build(
+                    self.corpus(),
+                    tokenizer,
+                    path,
+                    config,
+                    workers=self.scale.workers,
+                    read_config=ReadConfig(**self.scale.read),
+                    progress=False,
+                )
         return path
 
     def model_fields(self, variant: Variant) -> dict[str, Any]:
@@ -142,8 +155,16 @@ class Runner:
     def train_config(self) -> TrainConfig:
         steps = self.scale.train["max_steps"]
         every = max(1, steps // CHECKPOINTS)
-        return TrainConfig(**{**self.scale.train, "save_every": every, "eval_every": every,
-                              "keep_last": CHECKPOINTS, "progress": False, "tensorboard": False})  # fmt: skip
+        return TrainConfig(
+            **{
+                **self.scale.train,
+                "save_every": every,
+                "eval_every": every,
+                "keep_last": CHECKPOINTS,
+                "progress": False,
+                "tensorboard": False,
+            }
+        )
 
     def pretrain(self, name: str) -> Path:
         """The run directory of variant `name`, pretrained (or continued from its newest checkpoint) if needed."""
@@ -171,8 +192,10 @@ class Runner:
         step = round(self.scale.train["max_steps"] * share)
         path = run / "checkpoints" / f"step_{step:08d}"
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path}: no checkpoint at step {step} ({share:g} of the pretraining steps); "
-                                    f"checkpoints are kept every 1/{CHECKPOINTS} of them")  # fmt: skip
+            raise FileNotFoundError(
+                f"{path}: no checkpoint at step {step} ({share:g} of the pretraining steps); "
+                f"checkpoints are kept every 1/{CHECKPOINTS} of them"
+            )
         return path
 
 
@@ -192,5 +215,9 @@ def parse_args(description: str, argv: list[str] | None = None) -> argparse.Name
 
 def scale_record(runner: Runner) -> dict[str, Any]:
     """What a result file says of how it was made."""
-    return {"scale": asdict(runner.scale), "device": str(runner.device), "torch_threads": torch.get_num_threads(),
-            "data_root": str(runner.data_root)}  # fmt: skip
+    return {
+        "scale": asdict(runner.scale),
+        "device": str(runner.device),
+        "torch_threads": torch.get_num_threads(),
+        "data_root": str(runner.data_root),
+    }

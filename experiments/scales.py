@@ -93,10 +93,10 @@ SCALES: dict[str, Scale] = {
             hidden_dropout=0.0,
             attention_dropout=0.0,
             classifier_dropout=0.1,
-        ),  # fmt: skip
+        ),
         train=dict(
             max_steps=8, batch_size=8, lr=5e-3, warmup_ratio=0.25, eval_batches=2, log_every=2, precision="fp32"
-        ),  # fmt: skip
+        ),
         finetune=dict(_FINETUNE, max_steps=4, eval_every=2, batch_size=8, max_seq_length=32),
         lrs=(1e-3, 3e-3),
         seeds=(0, 1),
@@ -121,10 +121,10 @@ SCALES: dict[str, Scale] = {
             hidden_dropout=0.0,
             attention_dropout=0.0,
             classifier_dropout=0.1,
-        ),  # fmt: skip
+        ),
         train=dict(
             max_steps=300, batch_size=32, lr=3e-3, warmup_ratio=0.05, eval_batches=10, log_every=25, precision="auto"
-        ),  # fmt: skip
+        ),
         finetune=dict(_FINETUNE, max_steps=150, eval_every=50, batch_size=32, max_seq_length=64),
         lrs=(3e-4, 1e-3),
         finetuned=("albert", "nsp", "no-pair", "not-shared"),
@@ -147,10 +147,10 @@ SCALES: dict[str, Scale] = {
             hidden_dropout=0.0,
             attention_dropout=0.0,
             classifier_dropout=0.1,
-        ),  # fmt: skip
+        ),
         train=dict(
             max_steps=2000, batch_size=256, lr=1e-3, warmup_ratio=0.05, eval_batches=50, log_every=50, precision="bf16"
-        ),  # fmt: skip
+        ),
         finetune=dict(_FINETUNE, max_steps=1000, eval_every=100, batch_size=32, max_seq_length=128),
         lrs=(3e-5, 1e-4, 3e-4),
         workers=4,

@@ -30,20 +30,40 @@ def main() -> None:
     out = Path(args.out)
     data = out / "data"
     if not (data / "rotten_tomatoes" / "train.csv").is_file():
-        split_labeled_table(TABLE, data / "rotten_tomatoes", text_column="text", label_column="category",
-                            labels=("fresh", "rotten"), seed=0)  # fmt: skip
+        split_labeled_table(
+            TABLE,
+            data / "rotten_tomatoes",
+            text_column="text",
+            label_column="category",
+            labels=("fresh", "rotten"),
+            seed=0,
+        )
     for optimizer in args.optimizers.split(","):
         for random_init in (False, True):
             name = f"{optimizer}-{'random' if random_init else 'pretrained'}"
-            cfg = SuiteConfig(suite=str(SUITE), data=str(data), init=args.init, out=str(out / name),
-                              recipe="quick", seeds=args.seeds, optimizer=optimizer, random_init=random_init,
-                              jobs=args.jobs)  # fmt: skip
+            cfg = SuiteConfig(
+                suite=str(SUITE),
+                data=str(data),
+                init=args.init,
+                out=str(out / name),
+                recipe="quick",
+                seeds=args.seeds,
+                optimizer=optimizer,
+                random_init=random_init,
+                jobs=args.jobs,
+            )
             r = run_suite(cfg, write=lambda line: None).results
             rt = r["tasks"]["RT"]
-            row = {"run": name, "median": rt["score"]["median"], "min": rt["score"]["min"],
-                   "max": rt["score"]["max"], "degenerate": rt["degenerate"],
-                   "seeds": [s["score"] for s in rt["seeds"].values()],
-                   "wall_seconds": round(r["wall_seconds"]), "commit": r["commit"]}  # fmt: skip
+            row = {
+                "run": name,
+                "median": rt["score"]["median"],
+                "min": rt["score"]["min"],
+                "max": rt["score"]["max"],
+                "degenerate": rt["degenerate"],
+                "seeds": [s["score"] for s in rt["seeds"].values()],
+                "wall_seconds": round(r["wall_seconds"]),
+                "commit": r["commit"],
+            }
             print(json.dumps(row), flush=True)
 
 

@@ -35,8 +35,14 @@ def curve(runner: Runner, lr: float) -> list[dict]:
     points = []
     for share in (*runner.scale.curve, 1.0):
         mlm = intrinsic(runner, CURVE_MODEL, share)["mlm"]["eval_mlm_acc"]
-        points.append({"share": share, "step": round(share * runner.scale.train["max_steps"]), "mlm_acc": mlm,
-                       "rt": rt(runner, CURVE_MODEL, share=share, lr=lr)})  # fmt: skip
+        points.append(
+            {
+                "share": share,
+                "step": round(share * runner.scale.train["max_steps"]),
+                "mlm_acc": mlm,
+                "rt": rt(runner, CURVE_MODEL, share=share, lr=lr),
+            }
+        )
     return points
 
 
@@ -46,12 +52,21 @@ def run(runner: Runner) -> dict:
         if not finetuned(runner, name):
             continue
         pre, rand = rt(runner, name), rt(runner, name, random_init=True)
-        results["models"][name] = {"label": VARIANTS[name].label, "rt": pre, "rt_random_init": rand,
-                                   "verdict": verdict(pre, rand), "lee": lee(runner, name),
-                                   "lee_random_init": lee(runner, name, random_init=True)}  # fmt: skip
+        results["models"][name] = {
+            "label": VARIANTS[name].label,
+            "rt": pre,
+            "rt_random_init": rand,
+            "verdict": verdict(pre, rand),
+            "lee": lee(runner, name),
+            "lee_random_init": lee(runner, name, random_init=True),
+        }
     lr = results["models"][CURVE_MODEL]["rt"]["lr"]
-    results["curve"] = {"model": CURVE_MODEL, "lr": lr, "points": curve(runner, lr),
-                        "random_init": results["models"][CURVE_MODEL]["rt_random_init"]}  # fmt: skip
+    results["curve"] = {
+        "model": CURVE_MODEL,
+        "lr": lr,
+        "points": curve(runner, lr),
+        "random_init": results["models"][CURVE_MODEL]["rt_random_init"],
+    }
     return results
 
 
@@ -59,23 +74,55 @@ def markdown(results: dict) -> str:
     rows = []
     for m in results["models"].values():
         v = m["verdict"]
-        rows.append([m["label"], spread(m["rt"]), f"{m['rt']['lr']:g}", spread(m["rt_random_init"]),
-                     f"{m['rt_random_init']['lr']:g}", f"{100 * v['margin']:+.1f}", f"{100 * v['seed_spread']:.1f}",
-                     "yes" if v["transfers"] else "no", f"{m['lee']['spearman']:.3f}",
-                     f"{m['lee_random_init']['spearman']:.3f}"])  # fmt: skip
+        rows.append(
+            [
+                m["label"],
+                spread(m["rt"]),
+                f"{m['rt']['lr']:g}",
+                spread(m["rt_random_init"]),
+                f"{m['rt_random_init']['lr']:g}",
+                f"{100 * v['margin']:+.1f}",
+                f"{100 * v['seed_spread']:.1f}",
+                "yes" if v["transfers"] else "no",
+                f"{m['lee']['spearman']:.3f}",
+                f"{m['lee_random_init']['spearman']:.3f}",
+            ]
+        )
     b = results["baselines"]
     lee_bow = f"{b['lee_bow_counts']:.3f} (counts), {b['lee_bow_tfidf']:.3f} (tf-idf)"
-    rows.append(["bag of words (logistic regression / cosine)", pct(b["rt_bag_of_words"]["test_accuracy"]), "", "",
-                 "", "", "", "", lee_bow, ""])  # fmt: skip
+    rows.append(
+        [
+            "bag of words (logistic regression / cosine)",
+            pct(b["rt_bag_of_words"]["test_accuracy"]),
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            lee_bow,
+            "",
+        ]
+    )
     rows.append(["majority class", pct(b["rt_majority"]), "", "", "", "", "", "", "", ""])
-    header = ["model", "RT test: pretrained, median [range]", "lr", "RT test: random init, median [range]", "lr",
-              "margin (points)", "seed spread (points)", "margin > spread", "Lee: pretrained",
-              "Lee: random init"]  # fmt: skip
+    header = [
+        "model",
+        "RT test: pretrained, median [range]",
+        "lr",
+        "RT test: random init, median [range]",
+        "lr",
+        "margin (points)",
+        "seed spread (points)",
+        "margin > spread",
+        "Lee: pretrained",
+        "Lee: random init",
+    ]
     c = results["curve"]
     curve_rows = [[p["step"], pct(p["mlm_acc"]), spread(p["rt"])] for p in c["points"]]
     curve_rows.append(["random init", "", spread(c["random_init"])])
-    curve_table = table(["pretraining steps", "held-out MLM acc", f"RT test at lr {c['lr']:g}, median [range]"],
-                        curve_rows)  # fmt: skip
+    curve_table = table(
+        ["pretraining steps", "held-out MLM acc", f"RT test at lr {c['lr']:g}, median [range]"], curve_rows
+    )
     return table(header, rows) + f"\nLearning curve ({c['model']}):\n\n" + curve_table
 
 
@@ -84,17 +131,26 @@ def draw(results: dict, fig) -> None:
     models = results["models"]
     x = range(len(models))
     w = 0.38
-    for offset, key, color, label in ((-w / 2, "rt", "tab:blue", "pretrained"),
-                                      (w / 2, "rt_random_init", "0.6", "random init")):  # fmt: skip
+    for offset, key, color, label in (
+        (-w / 2, "rt", "tab:blue", "pretrained"),
+        (w / 2, "rt_random_init", "0.6", "random init"),
+    ):
         med = [100 * m[key]["test_median"] for m in models.values()]
-        err = [[med[k] - 100 * m[key]["test_range"][0] for k, m in enumerate(models.values())],
-               [100 * m[key]["test_range"][1] - med[k] for k, m in enumerate(models.values())]]  # fmt: skip
+        err = [
+            [med[k] - 100 * m[key]["test_range"][0] for k, m in enumerate(models.values())],
+            [100 * m[key]["test_range"][1] - med[k] for k, m in enumerate(models.values())],
+        ]
         axes[0].bar([i + offset for i in x], med, w, yerr=err, capsize=3, color=color, label=label)
     b = results["baselines"]
     axes[0].axhline(100 * b["rt_bag_of_words"]["test_accuracy"], color="k", ls="--", lw=1, label="bag of words")
     axes[0].axhline(100 * b["rt_majority"], color="k", ls=":", lw=1, label="majority class")
-    axes[0].set(xticks=list(x), xticklabels=list(models), ylim=(40, 90), ylabel="test accuracy (%), median and range",
-                title="Rotten Tomatoes: pretrained vs random initialisation")  # fmt: skip
+    axes[0].set(
+        xticks=list(x),
+        xticklabels=list(models),
+        ylim=(40, 90),
+        ylabel="test accuracy (%), median and range",
+        title="Rotten Tomatoes: pretrained vs random initialisation",
+    )
     axes[0].legend(fontsize=8)
     c = results["curve"]
     steps = [p["step"] for p in c["points"]]
@@ -106,8 +162,11 @@ def draw(results: dict, fig) -> None:
     axes[1].axhspan(100 * r["test_range"][0], 100 * r["test_range"][1], color="0.85", label="random init (range)")
     axes[1].axhline(100 * r["test_median"], color="0.4", lw=1)
     axes[1].axhline(100 * b["rt_bag_of_words"]["test_accuracy"], color="k", ls="--", lw=1, label="bag of words")
-    axes[1].set(xlabel="pretraining steps", ylabel="Rotten Tomatoes test accuracy (%)",
-                title="learning curve: pretraining steps vs downstream")  # fmt: skip
+    axes[1].set(
+        xlabel="pretraining steps",
+        ylabel="Rotten Tomatoes test accuracy (%)",
+        title="learning curve: pretraining steps vs downstream",
+    )
     twin = axes[1].twinx()
     twin.plot(steps, [100 * p["mlm_acc"] for p in c["points"]], "g:^", label="held-out MLM acc")
     twin.set_ylabel("held-out MLM accuracy (%)", color="g")

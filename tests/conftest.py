@@ -58,9 +58,18 @@ def model_dir(tokenizer_dir, tmp_path_factory) -> Path:
     torch.manual_seed(0)
     vocab = Tokenizer.load(tokenizer_dir).vocab_size
     cfg = litebert.preset(
-        "tiny", vocab_size=vocab, embedding_size=32, hidden_size=64, num_layers=2, num_heads=2,
-        intermediate_size=128, max_position=128, hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0,
-    )  # fmt: skip
+        "tiny",
+        vocab_size=vocab,
+        embedding_size=32,
+        hidden_size=64,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=128,
+        max_position=128,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        classifier_dropout=0.0,
+    )
     out = tmp_path_factory.mktemp("model")
     litebert.save(litebert.AlbertForPretraining(cfg), out, tokenizer_dir=tokenizer_dir)
     return out

@@ -79,8 +79,14 @@ def _lint_imports(src: Path) -> subprocess.CompletedProcess:
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     assert exe, "import-linter is a test dependency (pip install -e '.[test]')"
     env = {"PYTHONPATH": str(src), "PATH": str(Path(sys.executable).parent)}
-    return subprocess.run([exe, "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=src, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [exe, "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _copy(tmp_path: Path) -> Path:

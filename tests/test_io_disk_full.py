@@ -90,8 +90,11 @@ def _leftovers(directory: Path) -> list[str]:
 def test_a_json_file_is_replaced_whole_or_left_as_it_was(tmp_path, full_disk):
     write_json({"old": True}, tmp_path / "results.json")
     full_disk(10)
-    with pytest.raises(DiskFullError, match=rf"^no space left on device while writing {tmp_path}/results.json "
-                       r"\(needed ~\d"):  # fmt: skip
+    with pytest.raises(
+        DiskFullError,
+        match=rf"^no space left on device while writing {tmp_path}/results.json "
+        r"\(needed ~\d",
+    ):
         write_json({"new": list(range(100))}, tmp_path / "results.json")
     assert (tmp_path / "results.json").read_text() == '{\n  "old": true\n}\n' and _leftovers(tmp_path) == []
 
@@ -100,8 +103,11 @@ def test_data_build_on_a_full_disk_names_the_shard_and_resumes_once_there_is_roo
     out = tmp_path / "data"
     config = DataConfig(max_seq_length=64, dupe_factor=2, examples_per_shard=100, window_chars=20_000)
     full_disk(60_000)  # a few shards fit
-    with pytest.raises(DiskFullError, match=r"no space left on device while writing .*data/(train|eval)/shard_\d+ "
-                       r"\(needed ~0\.\d+ MB\)"):  # fmt: skip
+    with pytest.raises(
+        DiskFullError,
+        match=r"no space left on device while writing .*data/(train|eval)/shard_\d+ "
+        r"\(needed ~0\.\d+ MB\)",
+    ):
         build(CHAPTERS, tokenizer_dir, out, config, progress=False)
     written = sorted(p.name for p in (out / "train").iterdir())
     assert written and _leftovers(out) == []  # finished shards only: the one being written was removed
@@ -176,8 +182,9 @@ def test_text_prepare_on_a_full_disk_leaves_no_file_and_the_cli_says_why(tmp_pat
 def _tmpfs_available(tmp_path: Path) -> bool:
     if shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=64k tmpfs {tmp_path}"],
-                           capture_output=True)  # fmt: skip
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=64k tmpfs {tmp_path}"], capture_output=True
+    )
     return probe.returncode == 0
 
 

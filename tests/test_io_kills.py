@@ -154,8 +154,12 @@ def test_tokenizer_add_words(tmp_path, tiny_corpus):
     write_hf_tokenizer_files(train_tokenizer(tiny_corpus, old, vocab_size=300))
     write_hf_tokenizer_files(train_tokenizer(tiny_corpus, base, vocab_size=400))
     out = tmp_path / "tok"
-    _check_every_kill(out, lambda: add_words(base, ["harpoonist", "ambergris"], out,
-                                             also_write=write_hf_tokenizer_files), old, min_renames=5)  # fmt: skip
+    _check_every_kill(
+        out,
+        lambda: add_words(base, ["harpoonist", "ambergris"], out, also_write=write_hf_tokenizer_files),
+        old,
+        min_renames=5,
+    )
 
 
 def test_save_over_a_saved_model(tmp_path, model_dir):
@@ -184,8 +188,9 @@ def test_convert_from_tf(tmp_path):
     from litebert import hf
 
     out = tmp_path / "out"
-    _check_every_kill(out, lambda: hf.convert_tf(FIXTURES / "tf" / "grouped", out), None, min_renames=4,
-                      rerun_first=True)  # fmt: skip
+    _check_every_kill(
+        out, lambda: hf.convert_tf(FIXTURES / "tf" / "grouped", out), None, min_renames=4, rerun_first=True
+    )
 
 
 def test_finetune_best(tmp_path, model_dir):
@@ -196,8 +201,9 @@ def test_finetune_best(tmp_path, model_dir):
     from litebert.hf import load_tokenizer
 
     data = str(FIXTURES / "tasks" / "sst2.tsv")
-    cfg = FinetuneConfig(init=str(model_dir), out=str(tmp_path / "run"), task="classification", max_seq_length=64,
-                         train=data, dev=data)  # fmt: skip
+    cfg = FinetuneConfig(
+        init=str(model_dir), out=str(tmp_path / "run"), task="classification", max_seq_length=64, train=data, dev=data
+    )
     tok, task = load_tokenizer(model_dir), get_task("classification")
     state = {"labels": ["0", "1"]}
     base = litebert.load(model_dir)
@@ -217,8 +223,13 @@ def test_data_build_resumes_to_the_same_data(tmp_path, tokenizer_dir, tiny_corpu
 
     config = DataConfig(max_seq_length=32, dupe_factor=2, examples_per_shard=200, window_chars=20_000)
     out = tmp_path / "data"
-    _check_every_kill(out, lambda: build(tiny_corpus, tokenizer_dir, out, config, progress=False), None,
-                      min_renames=6, complete="manifest.json")  # fmt: skip
+    _check_every_kill(
+        out,
+        lambda: build(tiny_corpus, tokenizer_dir, out, config, progress=False),
+        None,
+        min_renames=6,
+        complete="manifest.json",
+    )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["splits"]["train"]["shards"] > 2
 
@@ -286,8 +297,10 @@ def test_a_staged_output_with_a_subdirectory_is_moved_whole_after_a_kill_between
         (stage / "tokenizer.json").write_text("[]")
     monkeypatch.setattr(writes.os, "replace", real_replace)
     assert (out / writes.JOURNAL).is_dir() and writes.unfinished_files(out) == [
-        "config.json", "onnx/model.onnx", "tokenizer.json"
-    ]  # fmt: skip
+        "config.json",
+        "onnx/model.onnx",
+        "tokenizer.json",
+    ]
     with pytest.warns(UserWarning, match="finishing the move"):
         writes.check_whole(out)
     assert (out / "onnx" / "model.onnx").read_bytes() == b"graph" and (out / "tokenizer.json").read_text() == "[]"

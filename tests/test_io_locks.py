@@ -31,8 +31,9 @@ HOLD = (
 
 
 def _litebert(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "litebert", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **kw)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "litebert", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw
+    )
 
 
 def _holder(directory: Path) -> subprocess.Popen:
@@ -82,8 +83,11 @@ def test_another_process_holding_the_lock_is_named(tmp_path):
     finally:
         _kill(holder)
     # killed: the kernel freed its flock; its record is left, and the next writer says it takes the lock over
-    with pytest.warns(UserWarning, match=rf"taking over the lock of a litebert process that is no longer running "
-                      rf"\(pid {holder.pid} on host"):  # fmt: skip
+    with pytest.warns(
+        UserWarning,
+        match=rf"taking over the lock of a litebert process that is no longer running "
+        rf"\(pid {holder.pid} on host",
+    ):
         lock = lock_dir(tmp_path)
     assert json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == os.getpid()
     lock.release()
@@ -97,8 +101,11 @@ def test_a_file_system_without_flock_leaves_the_directory_unguarded_with_a_warni
         raise OSError(errno.ENOLCK, "No locks available")
 
     monkeypatch.setattr(fcntl, "flock", no_locks)  # as some network file systems answer
-    with pytest.warns(UserWarning, match=rf"{tmp_path}: cannot lock the directory \(.*No locks available\); a second "
-                      "process writing it would not be refused"):  # fmt: skip
+    with pytest.warns(
+        UserWarning,
+        match=rf"{tmp_path}: cannot lock the directory \(.*No locks available\); a second "
+        "process writing it would not be refused",
+    ):
         lock = lock_dir(tmp_path)
     lock.release()
 
@@ -127,13 +134,30 @@ def test_a_second_data_build_into_the_same_out_is_refused_and_a_killed_one_resum
     # that the next build takes over, and its finished shards, which it resumes from.
     corpus = MOBY_DICK
     out = tmp_path / "data"
-    settings = ["--tokenizer", str(tokenizer_dir), "--out", str(out), "--max-seq-length", "64", "--dupe-factor", "40",
-                "--examples-per-shard", "500", "--window-chars", "20000", "--no-progress"]  # fmt: skip
+    settings = [
+        "--tokenizer",
+        str(tokenizer_dir),
+        "--out",
+        str(out),
+        "--max-seq-length",
+        "64",
+        "--dupe-factor",
+        "40",
+        "--examples-per-shard",
+        "500",
+        "--window-chars",
+        "20000",
+        "--no-progress",
+    ]
     first = _litebert("data", "build", str(corpus), *settings)
     try:
         _wait_for_lock(out, first)
-        second = subprocess.run([sys.executable, "-m", "litebert", "data", "build", str(corpus), *settings],
-                                capture_output=True, text=True, timeout=300)  # fmt: skip
+        second = subprocess.run(
+            [sys.executable, "-m", "litebert", "data", "build", str(corpus), *settings],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert second.returncode == 2, second.stderr
         assert f"{out} is in use by another litebert process (pid {first.pid} on host" in second.stderr
         assert "Traceback" not in second.stderr
@@ -151,9 +175,24 @@ def test_concurrent_data_builds_into_one_out_never_corrupt_it(tmp_path, tokenize
     corpus = [str(p) for p in sorted((MOBY_DICK).glob("chapter_*.txt"))[:30]]
     for trial in range(3):
         out = tmp_path / f"data{trial}"
-        args = ["data", "build", *corpus, "--tokenizer", str(tokenizer_dir), "--out", str(out), "--max-seq-length",
-                "64", "--dupe-factor", "3", "--examples-per-shard", "200", "--window-chars", "5000",
-                "--no-progress"]  # fmt: skip
+        args = [
+            "data",
+            "build",
+            *corpus,
+            "--tokenizer",
+            str(tokenizer_dir),
+            "--out",
+            str(out),
+            "--max-seq-length",
+            "64",
+            "--dupe-factor",
+            "3",
+            "--examples-per-shard",
+            "200",
+            "--window-chars",
+            "5000",
+            "--no-progress",
+        ]
         procs = [_litebert(*args) for _ in range(2)]
         results = [(p.wait(timeout=600), p.communicate()[1]) for p in procs]
         for rc, err in results:
@@ -167,13 +206,31 @@ def test_concurrent_data_builds_into_one_out_never_corrupt_it(tmp_path, tokenize
 def test_a_second_finetune_into_the_same_out_is_refused(tmp_path, model_dir):
     # Both exited 0, and best/ held the other run's model.
     data = str(FIXTURES / "tasks" / "sst2.tsv")
-    args = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir), "--out",
-            str(tmp_path / "ft"), "--max-seq-length", "32", "--batch-size", "4", "--eval-every", "100000"]  # fmt: skip
+    args = [
+        "finetune",
+        "--task",
+        "classification",
+        "--train",
+        data,
+        "--dev",
+        data,
+        "--init",
+        str(model_dir),
+        "--out",
+        str(tmp_path / "ft"),
+        "--max-seq-length",
+        "32",
+        "--batch-size",
+        "4",
+        "--eval-every",
+        "100000",
+    ]
     first = _litebert(*args, "--max-steps", "1000000")
     try:
         _wait_for_lock(tmp_path / "ft", first)
-        second = subprocess.run([sys.executable, "-m", "litebert", *args, "--max-steps", "1"], capture_output=True,
-                                text=True, timeout=300)  # fmt: skip
+        second = subprocess.run(
+            [sys.executable, "-m", "litebert", *args, "--max-steps", "1"], capture_output=True, text=True, timeout=300
+        )
         assert second.returncode == 2, second.stderr
         assert f"is in use by another litebert process (pid {first.pid} on host" in second.stderr
     finally:

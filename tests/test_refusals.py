@@ -56,8 +56,9 @@ def _tiny_config(**fields) -> dict:
 
 
 @pytest.mark.parametrize("case", EXPENSIVE.values(), ids=EXPENSIVE.keys())
-def test_params_pretrain_embed_and_from_hf_refuse_a_step_that_never_ends(case, tmp_path, capsys, no_model_is_built,
-                                                                         model_dir):  # fmt: skip
+def test_params_pretrain_embed_and_from_hf_refuse_a_step_that_never_ends(
+    case, tmp_path, capsys, no_model_is_built, model_dir
+):
     fields, env = case
     config = _tiny_config(**fields)
     plain = tmp_path / "model.json"
@@ -69,14 +70,23 @@ def test_params_pretrain_embed_and_from_hf_refuse_a_step_that_never_ends(case, t
         shutil.copytree(model_dir, saved)
         (saved / "config.json").write_text(json.dumps({"litebert": True, **config}))
         (tmp_path / "lines.txt").write_text("a line\n")
-        _refused(capsys, ["embed", str(tmp_path / "lines.txt"), "--init", str(saved), "--out", str(tmp_path / "e.npy")],
-                 env)  # fmt: skip
+        _refused(
+            capsys, ["embed", str(tmp_path / "lines.txt"), "--init", str(saved), "--out", str(tmp_path / "e.npy")], env
+        )
         hf_dir = tmp_path / "hf"
         hf_dir.mkdir()
-        hf = {"model_type": "albert", "vocab_size": 3000, "embedding_size": 64, "hidden_size": 128,
-              "num_hidden_layers": config["num_layers"], "num_attention_heads": 2, "intermediate_size": 512,
-              "num_hidden_groups": config["num_hidden_groups"], "inner_group_num": config["inner_group_num"],
-              "max_position_embeddings": config["max_position"]}  # fmt: skip
+        hf = {
+            "model_type": "albert",
+            "vocab_size": 3000,
+            "embedding_size": 64,
+            "hidden_size": 128,
+            "num_hidden_layers": config["num_layers"],
+            "num_attention_heads": 2,
+            "intermediate_size": 512,
+            "num_hidden_groups": config["num_hidden_groups"],
+            "inner_group_num": config["inner_group_num"],
+            "max_position_embeddings": config["max_position"],
+        }
         (hf_dir / "config.json").write_text(json.dumps(hf))
         _refused(capsys, ["convert", "from-hf", str(hf_dir), str(tmp_path / "out")], env)
     finally:
@@ -88,8 +98,9 @@ def test_from_tf_refuses_an_official_config_of_a_billion_layers(tmp_path, capsys
     shutil.copytree(TF_GROUPED, ckpt)
     config = json.loads((ckpt / "albert_config.json").read_text())
     for layers, inner in ((10**9, 1), (4, 10**6)):
-        (ckpt / "albert_config.json").write_text(json.dumps({**config, "num_hidden_layers": layers,
-                                                             "inner_group_num": inner}))  # fmt: skip
+        (ckpt / "albert_config.json").write_text(
+            json.dumps({**config, "num_hidden_layers": layers, "inner_group_num": inner})
+        )
         _refused(capsys, ["convert", "from-tf", str(ckpt), str(tmp_path / "out")], "LITEBERT_MAX_LAYERS")
     assert not (tmp_path / "out").exists()
 
@@ -106,13 +117,29 @@ def test_the_limit_is_lifted_by_its_variable(tmp_path, capsys, monkeypatch):
 
 @pytest.mark.parametrize(
     "flags",
-    [["--batch-size", str(10**9)], ["--grad-accum", str(10**9)], ["--batch-size", "4096", "--grad-accum", "4096"],
-     ["--eval-batch-size", str(10**9)]],
-)  # fmt: skip
+    [
+        ["--batch-size", str(10**9)],
+        ["--grad-accum", str(10**9)],
+        ["--batch-size", "4096", "--grad-accum", "4096"],
+        ["--eval-batch-size", str(10**9)],
+    ],
+)
 def test_finetune_refuses_sequences_per_step_past_the_limit(flags, tmp_path, capsys, model_dir):
     data = FIXTURES / "tasks" / "sst2.tsv"
-    argv = ["finetune", "--task", "classification", "--train", str(data), "--dev", str(data), "--init", str(model_dir),
-            "--out", str(tmp_path / "ft"), *flags]  # fmt: skip
+    argv = [
+        "finetune",
+        "--task",
+        "classification",
+        "--train",
+        str(data),
+        "--dev",
+        str(data),
+        "--init",
+        str(model_dir),
+        "--out",
+        str(tmp_path / "ft"),
+        *flags,
+    ]
     _refused(capsys, argv, "LITEBERT_MAX_STEP_SEQUENCES", "FinetuneConfig.")
     assert not (tmp_path / "ft").exists()
 
@@ -124,12 +151,22 @@ def test_pretrain_refuses_sequences_per_step_past_the_limit(flags, tmp_path, cap
 
 @pytest.mark.parametrize(
     "flags, said",
-    [(["--max-seq-length", "100000"], "LITEBERT_MAX_POSITIONS"), (["--masked-lm-prob", "0"], "masked_lm_prob must "
-      "be above 0")],
-)  # fmt: skip
+    [
+        (["--max-seq-length", "100000"], "LITEBERT_MAX_POSITIONS"),
+        (["--masked-lm-prob", "0"], "masked_lm_prob must be above 0"),
+    ],
+)
 def test_data_build_refuses_settings_no_pretraining_can_use(flags, said, tmp_path, capsys, tokenizer_dir, moby_dick):
-    argv = ["data", "build", str(moby_dick / "chapter_1.txt"), "--tokenizer", str(tokenizer_dir), "--out",
-            str(tmp_path / "data"), *flags]  # fmt: skip
+    argv = [
+        "data",
+        "build",
+        str(moby_dick / "chapter_1.txt"),
+        "--tokenizer",
+        str(tokenizer_dir),
+        "--out",
+        str(tmp_path / "data"),
+        *flags,
+    ]
     _refused(capsys, argv, said)
     assert not (tmp_path / "data").exists()
 
@@ -140,8 +177,11 @@ def test_a_micro_batch_whose_activations_cannot_fit_is_refused(monkeypatch):
     monkeypatch.setattr(params, "available_memory", lambda device=None: (10**9, "host memory"))
     config = litebert.preset("albert-base")
     params.check_step_memory(config, 8, 512)  # 8 x 512 x (3072 + 768) x 4 bytes x 12 layers: 0.75 GB
-    with pytest.raises(params.ModelTooLargeError, match=r"--batch-size: 16 sequences of 512 tokens need at least "
-                       r"1\.5 GB of activations for the backward pass, more than the 1\.0 GB"):  # fmt: skip
+    with pytest.raises(
+        params.ModelTooLargeError,
+        match=r"--batch-size: 16 sequences of 512 tokens need at least "
+        r"1\.5 GB of activations for the backward pass, more than the 1\.0 GB",
+    ):
         params.check_step_memory(config, 16, 512)
     params.check_step_memory(config, 64, 512, training=False)  # one layer at a time
 
@@ -171,6 +211,10 @@ def test_a_tf_index_entry_no_file_offset_can_hold_is_named(field, value):
 def test_pretrain_config_refuses_a_billion_shared_layers_before_preparing_anything(tmp_path, capsys):
     job = tmp_path / "job.json"
     job.write_text(json.dumps({"model": {"num_layers": 10**9}, "train": {"max_steps": 1}}))
-    _refused(capsys, ["pretrain", "--config", str(job), "--out", str(tmp_path / "run")], "LITEBERT_MAX_LAYERS",
-             f"{job}: model: num_layers")  # fmt: skip
+    _refused(
+        capsys,
+        ["pretrain", "--config", str(job), "--out", str(tmp_path / "run")],
+        "LITEBERT_MAX_LAYERS",
+        f"{job}: model: num_layers",
+    )
     assert not (tmp_path / "run").exists()

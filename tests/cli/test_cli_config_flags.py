@@ -147,8 +147,13 @@ def _call(argv: list[str]) -> tuple[tuple, dict]:
 
 
 def test_commands_given_no_flag_use_the_dataclass_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    for module, name in ((litebert.data, "build"), (litebert.train, "run_job"), (litebert.finetune, "finetune"),
-                         (litebert.tokenizer, "train_tokenizer"), (litebert.text, "prepare")):  # fmt: skip
+    for module, name in (
+        (litebert.data, "build"),
+        (litebert.train, "run_job"),
+        (litebert.finetune, "finetune"),
+        (litebert.tokenizer, "train_tokenizer"),
+        (litebert.text, "prepare"),
+    ):
         _capture(monkeypatch, module, name)
     args, kwargs = _call(COMMANDS["data build"][0])
     assert args[3] == DataConfig() and kwargs["read_config"] == ReadConfig() and kwargs["workers"] == 1
@@ -165,8 +170,18 @@ def test_commands_given_no_flag_use_the_dataclass_defaults(monkeypatch: pytest.M
 def test_irregular_spellings_set_their_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     _capture(monkeypatch, litebert.tokenizer, "train_tokenizer")
     _capture(monkeypatch, litebert.data, "build")
-    _, kwargs = _call([*COMMANDS["tokenizer train"][0], "--cased", "--keep-accents", "--threads", "2", "--no-split",
-                       "--doc-per-file", "--blank-lines-wrap"])  # fmt: skip
+    _, kwargs = _call(
+        [
+            *COMMANDS["tokenizer train"][0],
+            "--cased",
+            "--keep-accents",
+            "--threads",
+            "2",
+            "--no-split",
+            "--doc-per-file",
+            "--blank-lines-wrap",
+        ]
+    )
     read = ReadConfig(split=False, documents="file", blank_lines_wrap=True)
     assert kwargs["config"] == TokenizerTrainConfig(do_lower_case=False, strip_accents=False, num_threads=2, read=read)
     args, _ = _call([*COMMANDS["data build"][0], "--max-predictions", "7", "--eval-fraction", "0.5"])
@@ -176,8 +191,15 @@ def test_irregular_spellings_set_their_fields(monkeypatch: pytest.MonkeyPatch) -
 def test_unset_flags_leave_a_config_files_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
     _capture(monkeypatch, litebert.train, "run_job")
     job_file = tmp_path / "job.json"
-    job_file.write_text(json.dumps({"train": {"lr": 0.5, "max_steps": 10, "progress": False},
-                                    "read": {"join_lines": True}, "data": {"masking": "static"}}))  # fmt: skip
+    job_file.write_text(
+        json.dumps(
+            {
+                "train": {"lr": 0.5, "max_steps": 10, "progress": False},
+                "read": {"join_lines": True},
+                "data": {"masking": "static"},
+            }
+        )
+    )
     (job, _), kwargs = _call(["pretrain", "--config", str(job_file), "--max-steps", "3", "--wraps-split-words"])
     assert (job.train.lr, job.train.max_steps, job.train.progress, job.data.masking) == (0.5, 10, False, "static")
     assert job.read == ReadConfig(join_lines=True, wraps_split_words=True)  # the flag over the file's section

@@ -11,9 +11,27 @@ from litebert.data import data_stats, read_examples, read_manifest
 def test_cli_build_and_stats(moby_dick, tokenizer_dir, tmp_path, capsys):
     files = sorted(moby_dick.glob("chapter_*.txt"))[:20]
     out = tmp_path / "data"
-    argv = ["data", "build", *map(str, files), "--tokenizer", str(tokenizer_dir), "--out", str(out),
-            "--max-seq-length", "128", "--dupe-factor", "3", "--seed", "11", "--workers", "1", "--doc-per-file",
-            "--no-progress", "--examples-per-shard", "500"]  # fmt: skip
+    argv = [
+        "data",
+        "build",
+        *map(str, files),
+        "--tokenizer",
+        str(tokenizer_dir),
+        "--out",
+        str(out),
+        "--max-seq-length",
+        "128",
+        "--dupe-factor",
+        "3",
+        "--seed",
+        "11",
+        "--workers",
+        "1",
+        "--doc-per-file",
+        "--no-progress",
+        "--examples-per-shard",
+        "500",
+    ]
     assert main(argv) == 0
     assert "train" in capsys.readouterr().out
     manifest = read_manifest(out)

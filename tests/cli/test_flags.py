@@ -42,13 +42,46 @@ def _parser() -> tuple[argparse.ArgumentParser, list]:
 def test_only_the_flags_given_are_returned_typed_and_nested() -> None:
     parser, flags = _parser()
     assert given(parser.parse_args(["--name", "x"]), flags) == {"name": "x"}  # the rest: the config's defaults
-    args = parser.parse_args(["--name", "x", "--steps", "3", "--rate", "0.25", "--limit", "7", "--mode", "slow",
-                              "--columns", "a, b", "--paths", "p", "q", "--verbose", "--per-file", "--ratio", "2",
-                              "--depth", "9", "--no-words"])  # fmt: skip
+    args = parser.parse_args(
+        [
+            "--name",
+            "x",
+            "--steps",
+            "3",
+            "--rate",
+            "0.25",
+            "--limit",
+            "7",
+            "--mode",
+            "slow",
+            "--columns",
+            "a, b",
+            "--paths",
+            "p",
+            "q",
+            "--verbose",
+            "--per-file",
+            "--ratio",
+            "2",
+            "--depth",
+            "9",
+            "--no-words",
+        ]
+    )
     values = given(args, flags)
-    assert values == {"name": "x", "steps": 3, "rate": 0.25, "limit": 7, "mode": "slow", "columns": ("a", "b"),
-                      "paths": ["p", "q"], "verbose": True, "layout": "files", "ratio_of_things": 2.0,
-                      "inner": {"depth": 9, "words": False}}  # fmt: skip
+    assert values == {
+        "name": "x",
+        "steps": 3,
+        "rate": 0.25,
+        "limit": 7,
+        "mode": "slow",
+        "columns": ("a", "b"),
+        "paths": ["p", "q"],
+        "verbose": True,
+        "layout": "files",
+        "ratio_of_things": 2.0,
+        "inner": {"depth": 9, "words": False},
+    }
     toy = make_config(Toy, values)
     assert toy.inner == Inner(depth=9, words=False) and toy.table == {}
     partial = make_config(Toy, {"name": "x", "inner": {"words": False}})
@@ -57,8 +90,20 @@ def test_only_the_flags_given_are_returned_typed_and_nested() -> None:
 
 def test_options_follow_the_fields_and_their_metadata() -> None:
     options = [f.option for f in config_flags(Toy)]
-    assert options == ["--name", "--steps", "--rate", "--limit", "--mode", "--columns", "--paths", "--verbose",
-                       "--per-file", "--ratio", "--depth", "--words"]  # fmt: skip
+    assert options == [
+        "--name",
+        "--steps",
+        "--rate",
+        "--limit",
+        "--mode",
+        "--columns",
+        "--paths",
+        "--verbose",
+        "--per-file",
+        "--ratio",
+        "--depth",
+        "--words",
+    ]
     defaults = {f.option: f.default for f in config_flags(Toy)}
     assert defaults["--depth"] == 5 and defaults["--steps"] == 10  # a nested field: its default_factory's value
 
@@ -66,10 +111,16 @@ def test_options_follow_the_fields_and_their_metadata() -> None:
 def test_help_shows_each_fields_help_and_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "500")  # no wrapping
     text = " ".join(_parser()[0].format_help().split())
-    for expected in ("steps to take (default: 10)", "a 50% rate (default: 0.5)", "at most (default: unlimited)",
-                     "--mode {fast,slow} how (default: fast)", "--verbose, --no-verbose say more (default: off)",
-                     "--per-file one per file --ratio", "inner: the inner part: --depth N how deep (default: 5)",
-                     "--words, --no-words split words (default: on)"):  # fmt: skip
+    for expected in (
+        "steps to take (default: 10)",
+        "a 50% rate (default: 0.5)",
+        "at most (default: unlimited)",
+        "--mode {fast,slow} how (default: fast)",
+        "--verbose, --no-verbose say more (default: off)",
+        "--per-file one per file --ratio",
+        "inner: the inner part: --depth N how deep (default: 5)",
+        "--words, --no-words split words (default: on)",
+    ):
         assert expected in text
     assert "(default: None)" not in text and "--table" not in text
 

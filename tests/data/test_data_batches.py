@@ -15,8 +15,9 @@ from litebert.text import ReadConfig
 @pytest.fixture(scope="module")
 def dynamic(moby_dick, tokenizer_dir, tmp_path_factory) -> Path:
     files = sorted(moby_dick.glob("chapter_*.txt"))[:12]
-    config = DataConfig(max_seq_length=64, masking="dynamic", examples_per_shard=100, window_chars=30_000,
-                        eval_fraction=0.2)  # fmt: skip
+    config = DataConfig(
+        max_seq_length=64, masking="dynamic", examples_per_shard=100, window_chars=30_000, eval_fraction=0.2
+    )
     out = tmp_path_factory.mktemp("dyn") / "data"
     build(files, tokenizer_dir, out, config, read_config=ReadConfig(documents="file"), progress=False)
     return out
@@ -29,8 +30,14 @@ def _take(batches, n):
 
 def test_batch_tensors_and_padding(dynamic):
     batch = next(iter(PretrainingBatches(dynamic, batch_size=8)))
-    assert set(batch) == {"input_ids", "token_type_ids", "attention_mask", "masked_positions", "masked_labels",
-                          "sentence_order_label"}  # fmt: skip
+    assert set(batch) == {
+        "input_ids",
+        "token_type_ids",
+        "attention_mask",
+        "masked_positions",
+        "masked_labels",
+        "sentence_order_label",
+    }
     assert batch["input_ids"].shape == (8, 64) and batch["masked_positions"].shape == (8, 20)
     assert all(t.dtype == torch.int64 for t in batch.values())
     lengths = batch["attention_mask"].sum(1)

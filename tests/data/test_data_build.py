@@ -136,8 +136,7 @@ def test_interrupted_build_resumes_to_identical_bytes(built, corpus, tokenizer_d
 
 
 def test_tokenizer_checksum_mismatch_is_refused(built, moby_dick, tmp_path):
-    other = train_tokenizer(sorted(moby_dick.glob("chapter_*.txt"))[:5], tmp_path / "t",
-                            vocab_size=400)  # fmt: skip
+    other = train_tokenizer(sorted(moby_dick.glob("chapter_*.txt"))[:5], tmp_path / "t", vocab_size=400)
     with pytest.raises(ValueError, match="sha256"):
         PretrainingBatches(built, batch_size=4, tokenizer=other)
     with pytest.raises(ValueError, match="sha256"):
@@ -166,12 +165,19 @@ def test_bad_inputs_and_a_corpus_smaller_than_one_batch(corpus, tokenizer_dir, t
         build(corpus[:2], tokenizer_dir, tmp_path / "two", _config(), read_config=PER_FILE, progress=False)
     with warnings.catch_warnings(record=True) as caught:  # a file given twice: read once, said once
         warnings.simplefilter("always")
-        build([corpus[0], corpus[0]], tokenizer_dir, tmp_path / "twice", _config(), read_config=PER_FILE,
-              progress=False)  # fmt: skip
+        build(
+            [corpus[0], corpus[0]], tokenizer_dir, tmp_path / "twice", _config(), read_config=PER_FILE, progress=False
+        )
     assert sum("given more than once" in str(w.message) for w in caught) == 1
     with pytest.warns(UserWarning, match=r"the training split is empty: all 2 documents were held out \(eval_fr"):
-        build(corpus[:2], tokenizer_dir, tmp_path / "all", _config(eval_fraction=0.999), read_config=PER_FILE,
-              progress=False)  # fmt: skip
+        build(
+            corpus[:2],
+            tokenizer_dir,
+            tmp_path / "all",
+            _config(eval_fraction=0.999),
+            read_config=PER_FILE,
+            progress=False,
+        )
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "e.txt").write_text("\n\n")
@@ -246,8 +252,13 @@ def test_output_inside_the_corpus_and_a_changed_corpus(tokenizer_dir, tmp_path):
     with pytest.raises(ValueError, match=r"other corpus \(first change: .*a.txt; file sizes and modification"):
         build([corpus], tokenizer_dir, corpus / "data", config, progress=False)
     with pytest.raises(ValueError, match=r"other corpus .*, settings \(seed: 12345 -> 5\)"):
-        build([corpus / "a.txt"], tokenizer_dir, tmp_path / "data", _config(max_seq_length=32, eval_fraction=0.0,
-                                                                            seed=5), progress=False)  # fmt: skip
+        build(
+            [corpus / "a.txt"],
+            tokenizer_dir,
+            tmp_path / "data",
+            _config(max_seq_length=32, eval_fraction=0.0, seed=5),
+            progress=False,
+        )
 
 
 def test_a_file_without_blank_lines_is_cut_into_window_sized_documents(tokenizer_dir, tmp_path):
@@ -258,8 +269,9 @@ def test_a_file_without_blank_lines_is_cut_into_window_sized_documents(tokenizer
     config = _config(window_chars=20_000, eval_fraction=0.0)
     alone = r"5 of the 5 windows before the last hold a single document, so their random segments"
     with pytest.warns(UserWarning, match=alone):
-        manifest = build([flat], tokenizer_dir, tmp_path / "out", config, read_config=ReadConfig(split=False),
-                         progress=False)  # fmt: skip
+        manifest = build(
+            [flat], tokenizer_dir, tmp_path / "out", config, read_config=ReadConfig(split=False), progress=False
+        )
     assert manifest["documents"]["train"] == 6 and manifest["windows"] == 6  # ~100k characters / 20k
     assert manifest["sentences"] == 2000
     # random segments from the same document are said, where a pair objective draws them; a larger window
@@ -267,8 +279,14 @@ def test_a_file_without_blank_lines_is_cut_into_window_sized_documents(tokenizer
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for objective, window in (("none", 20_000), ("sop", 200_000)):
-            build([flat], tokenizer_dir, tmp_path / objective, _config(window_chars=window, eval_fraction=0.0,
-                  objective=objective), read_config=ReadConfig(split=False), progress=False)  # fmt: skip
+            build(
+                [flat],
+                tokenizer_dir,
+                tmp_path / objective,
+                _config(window_chars=window, eval_fraction=0.0, objective=objective),
+                read_config=ReadConfig(split=False),
+                progress=False,
+            )
 
 
 def test_cli_warnings_say_what_happened_not_which_line_said_it(corpus, tokenizer_dir, tmp_path):
@@ -276,8 +294,19 @@ def test_cli_warnings_say_what_happened_not_which_line_said_it(corpus, tokenizer
     import sys
 
     cli = "import sys; from litebert.cli import main; sys.exit(main(sys.argv[1:]))"
-    argv = ["data", "build", str(corpus[0]), "--tokenizer", str(tokenizer_dir), "--out", str(tmp_path / "d"),
-            "--eval-fraction", "0.01", "--max-seq-length", "64"]  # fmt: skip
+    argv = [
+        "data",
+        "build",
+        str(corpus[0]),
+        "--tokenizer",
+        str(tokenizer_dir),
+        "--out",
+        str(tmp_path / "d"),
+        "--eval-fraction",
+        "0.01",
+        "--max-seq-length",
+        "64",
+    ]
     err = subprocess.run([sys.executable, "-c", cli, *argv], capture_output=True, text=True, check=True).stderr
     assert "litebert data: warning: " in err and "the held-out split is empty" in err
     assert "UserWarning" not in err and ".py:" not in err
@@ -292,6 +321,12 @@ def test_a_split_never_holds_one_document_alone_where_the_window_has_four_or_mor
         manifest = build(corpus[:10], tokenizer_dir, tmp_path / "ten", config, read_config=PER_FILE, progress=False)
     assert manifest["documents"] == {"train": 8, "eval": 2}  # 10 x 0.05 rounds to one; a second joins it
     with pytest.warns(UserWarning, match=r"in 1 of the 1 windows the training or the held-out split holds a single"):
-        manifest = build(corpus[:3], tokenizer_dir, tmp_path / "three", _config(objective="sop", eval_fraction=0.2,
-                         window_chars=10_000_000), read_config=PER_FILE, progress=False)  # fmt: skip
+        manifest = build(
+            corpus[:3],
+            tokenizer_dir,
+            tmp_path / "three",
+            _config(objective="sop", eval_fraction=0.2, window_chars=10_000_000),
+            read_config=PER_FILE,
+            progress=False,
+        )
     assert manifest["documents"]["eval"] in (1, 2)

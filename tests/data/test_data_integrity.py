@@ -60,8 +60,11 @@ def test_a_flipped_token_id_is_named_by_its_checksum(data, capsys):
     raw[-7] ^= 0x01  # one bit of one id, past the header
     path.write_bytes(bytes(raw))
     for read in _readers(data):
-        with pytest.raises(ValueError, match=f"{path}: sha256 .* differs from the .* the manifest records: the file "
-                           "changed after the data was built"):  # fmt: skip
+        with pytest.raises(
+            ValueError,
+            match=f"{path}: sha256 .* differs from the .* the manifest records: the file "
+            "changed after the data was built",
+        ):
             read()
     assert main(["data", "stats", str(data)]) == 2
     err = capsys.readouterr().err
@@ -151,11 +154,11 @@ MANIFESTS = [
         lambda m: m.pop("settings"),
         r"field 'settings' must be an object \(the DataConfig the data was built with\), "
         "got null",
-    ),  # fmt: skip
+    ),
     (
         lambda m: m.update(splits="x"),
         "field 'splits' must be an object with 'train' and 'eval', each an object, got \"x\"",
-    ),  # fmt: skip
+    ),
     (lambda m: m["splits"]["train"].update(sha256=[]), r"field 'splits.train.sha256' must be a list of \d+ objects"),
     (lambda m: m["settings"].update(colour="red"), r"field 'settings': unknown DataConfig field\(s\) \['colour'\]"),
     (lambda m: m.update(vocab_size="big"), "field 'vocab_size' must be a positive integer"),
@@ -163,12 +166,13 @@ MANIFESTS = [
         lambda m: m.update(format_version=1),
         r"data format 1, written by an earlier litebert \(format 2 records a "
         r"checksum of every shard, which readers verify\); rebuild the data \(`litebert data build` into an empty",
-    ),  # fmt: skip
+    ),
 ]
 
 
-@pytest.mark.parametrize(("edit", "why"), MANIFESTS, ids=["no-settings", "splits-x", "sha256", "settings", "vocab",
-                                                          "format-1"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("edit", "why"), MANIFESTS, ids=["no-settings", "splits-x", "sha256", "settings", "vocab", "format-1"]
+)
 def test_a_manifest_field_of_the_wrong_kind_is_named(data, edit, why, capsys):
     # no settings was KeyError 'settings'; "splits": "x" a TypeError traceback
     _edit_manifest(data, edit)

@@ -155,13 +155,17 @@ def test_none_examples_never_start_or_end_inside_with_a_separator():
     rng = np.random.default_rng(0)
     for trial in range(200):
         docs = Documents.from_lists(
-            [[list(rng.integers(10, 50, rng.integers(1, 13))) for _ in range(rng.integers(1, 4))]
-             for _ in range(rng.integers(1, 5))]
-        )  # fmt: skip
-        config = DataConfig(max_seq_length=8, max_predictions_per_seq=2, objective="none", masking="dynamic",
-                            dupe_factor=1)  # fmt: skip
-        batch = make_examples(docs, config, vocab, passes=1, pair_rng=np.random.default_rng(trial),
-                              mask_rng=np.random.default_rng(trial))  # fmt: skip
+            [
+                [list(rng.integers(10, 50, rng.integers(1, 13))) for _ in range(rng.integers(1, 4))]
+                for _ in range(rng.integers(1, 5))
+            ]
+        )
+        config = DataConfig(
+            max_seq_length=8, max_predictions_per_seq=2, objective="none", masking="dynamic", dupe_factor=1
+        )
+        batch = make_examples(
+            docs, config, vocab, passes=1, pair_rng=np.random.default_rng(trial), mask_rng=np.random.default_rng(trial)
+        )
         for k in range(len(batch.offsets) - 1):
             ex = batch.input_ids[batch.offsets[k] : batch.offsets[k + 1]]
             assert ex[0] == CLS and ex[-1] == SEP and len(ex) <= 8

@@ -52,8 +52,16 @@ def bundles(model_dir, tmp_path_factory) -> dict[str, tuple[Path, Path, Path]]:
     for task, (name, extra) in RUNS.items():
         data = str(TASKS / name)
         settings = {"max_seq_length": 64, "batch_size": 8, "seed": 0, **extra}
-        cfg = FinetuneConfig(init=str(model_dir), out=str(root / task), task=task, train=data, dev=data, max_steps=1,
-                             eval_every=1, **settings)  # fmt: skip
+        cfg = FinetuneConfig(
+            init=str(model_dir),
+            out=str(root / task),
+            task=task,
+            train=data,
+            dev=data,
+            max_steps=1,
+            eval_every=1,
+            **settings,
+        )
         finetune(cfg)
         made[task] = root / task / "best", export_onnx(root / task / "best", root / f"{task}-bundle"), Path(data)
     return made

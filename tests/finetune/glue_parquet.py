@@ -15,16 +15,25 @@ HUB = {
     "MRPC": ("mrpc", {"sentence1": "#1 String", "sentence2": "#2 String"}, {"0": 0, "1": 1}),
     "STS-B": ("stsb", {"sentence1": "sentence1", "sentence2": "sentence2"}, None),
     "QQP": ("qqp", {"question1": "question1", "question2": "question2"}, {"0": 0, "1": 1}),
-    "MNLI": ("mnli", {"premise": "sentence1", "hypothesis": "sentence2"},
-             {"entailment": 0, "neutral": 1, "contradiction": 2}),
+    "MNLI": (
+        "mnli",
+        {"premise": "sentence1", "hypothesis": "sentence2"},
+        {"entailment": 0, "neutral": 1, "contradiction": 2},
+    ),
     "QNLI": ("qnli", {"question": "question", "sentence": "sentence"}, {"entailment": 0, "not_entailment": 1}),
     "RTE": ("rte", {"sentence1": "sentence1", "sentence2": "sentence2"}, {"entailment": 0, "not_entailment": 1}),
     "WNLI": ("wnli", {"sentence1": "sentence1", "sentence2": "sentence2"}, {"0": 0, "1": 1}),
-}  # fmt: skip
+}
 LABEL = {"CoLA": "1", "MRPC": "Quality", "STS-B": "score", "QQP": "is_duplicate", "MNLI": "gold_label"}
-SPLITS = {"train.tsv": "train", "dev.tsv": "validation", "test.tsv": "test", "dev_matched.tsv": "validation_matched",
-          "dev_mismatched.tsv": "validation_mismatched", "test_matched.tsv": "test_matched",
-          "test_mismatched.tsv": "test_mismatched"}  # fmt: skip
+SPLITS = {
+    "train.tsv": "train",
+    "dev.tsv": "validation",
+    "test.tsv": "test",
+    "dev_matched.tsv": "validation_matched",
+    "dev_mismatched.tsv": "validation_mismatched",
+    "test_matched.tsv": "test_matched",
+    "test_mismatched.tsv": "test_mismatched",
+}
 
 
 def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -60,8 +69,12 @@ def write_hub_glue(out: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             pq.write_table(pa.table(table), target)
     header, rows = _rows(GLUE / "diagnostic" / "diagnostic.tsv")
-    ax = {"premise": [r[1] for r in rows], "hypothesis": [r[2] for r in rows], "label": [-1] * len(rows),
-          "idx": [int(r[0]) for r in rows]}  # fmt: skip
+    ax = {
+        "premise": [r[1] for r in rows],
+        "hypothesis": [r[2] for r in rows],
+        "label": [-1] * len(rows),
+        "idx": [int(r[0]) for r in rows],
+    }
     (out / "ax").mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table(ax), out / "ax" / "test-00000-of-00001.parquet")
     return out

@@ -26,8 +26,9 @@ def test_squad_v2_learns_its_file_and_outputs_agree_with_the_official_metric(ft_
     torch.set_num_threads(1)
     data = str(FIXTURES / "squad_v2.json")
     # 64-token windows with stride 32: every context is split, so windows and max-context decoding are used.
-    cfg = ft_cfg(tmp_path, task="squad", train=data, dev=data, max_steps=500, eval_every=125,
-               doc_stride=32, max_query_length=24)  # fmt: skip
+    cfg = ft_cfg(
+        tmp_path, task="squad", train=data, dev=data, max_steps=500, eval_every=125, doc_stride=32, max_query_length=24
+    )
     result = finetune(cfg)
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["best"] == {"metric": "f1", "value": result.best_value, "step": result.best_step}
@@ -47,8 +48,16 @@ def test_squad_v2_learns_its_file_and_outputs_agree_with_the_official_metric(ft_
 def test_race_multiple_choice_learns_its_file(ft_cfg, tmp_path):
     torch.set_num_threads(1)
     data = str(FIXTURES / "race.json")
-    cfg = ft_cfg(tmp_path, task="multiple-choice", train=data, dev=data, max_steps=60, eval_every=30,
-               max_seq_length=96, max_qa_length=32)  # fmt: skip
+    cfg = ft_cfg(
+        tmp_path,
+        task="multiple-choice",
+        train=data,
+        dev=data,
+        max_steps=60,
+        eval_every=30,
+        max_seq_length=96,
+        max_qa_length=32,
+    )
     result = finetune(cfg)
     assert result.best_value >= 0.75  # chance is 0.25 (four options, answers spread over A-D)
     preds = predict(tmp_path / "best", data)
@@ -58,9 +67,31 @@ def test_race_multiple_choice_learns_its_file(ft_cfg, tmp_path):
 
 def test_cli_classification_finetune_evaluate_predict(model_dir, tmp_path, capsys):
     data = str(FIXTURES / "sst2.tsv")
-    argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
-            "--out", str(tmp_path / "run"), "--max-steps", "6", "--eval-every", "3", "--seed", "1", "--lr", "1e-3",
-            "--batch-size", "4", "--warmup", "2"]  # fmt: skip
+    argv = [
+        "finetune",
+        "--task",
+        "classification",
+        "--train",
+        data,
+        "--dev",
+        data,
+        "--init",
+        str(model_dir),
+        "--out",
+        str(tmp_path / "run"),
+        "--max-steps",
+        "6",
+        "--eval-every",
+        "3",
+        "--seed",
+        "1",
+        "--lr",
+        "1e-3",
+        "--batch-size",
+        "4",
+        "--warmup",
+        "2",
+    ]
     assert main(argv) == 0
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert [h["step"] for h in results["history"]] == [3, 6]
@@ -83,8 +114,20 @@ def test_cli_classification_finetune_evaluate_predict(model_dir, tmp_path, capsy
 
 def test_cli_squad_evaluate_prints_official_scores(capsys, tmp_path):
     (tmp_path / "p.json").write_text(json.dumps({"v1q1": "the Denver Broncos", "v1q2": "24", "v1q3": ""}))
-    assert main(["evaluate", "--task", "squad", "--data", str(FIXTURES / "squad_v1.json"),
-                 "--predictions", str(tmp_path / "p.json")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "evaluate",
+                "--task",
+                "squad",
+                "--data",
+                str(FIXTURES / "squad_v1.json"),
+                "--predictions",
+                str(tmp_path / "p.json"),
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     # q1 exact after normalisation; q2 "24" vs "24–10" (the en dash is not ASCII punctuation): 0; q3 empty: 0
     assert out["exact_match"] == pytest.approx(100 / 3) and out["f1"] == pytest.approx(100 / 3)
@@ -119,8 +162,21 @@ def test_bad_input_messages(ft_cfg, model_dir, tmp_path, capsys):
         finetune(ft_cfg(tmp_path, task="classification", train=data, dev=data, text_columns=("review",)))
     dev = tmp_path / "dev.tsv"
     dev.write_text("sentence\tlabel\nfine\t1\nso so\tneutral\n")
-    argv = ["finetune", "--task", "classification", "--train", data, "--dev", str(dev), "--init", str(model_dir),
-            "--out", str(tmp_path / "o"), "--max-seq-length", "32"]  # fmt: skip
+    argv = [
+        "finetune",
+        "--task",
+        "classification",
+        "--train",
+        data,
+        "--dev",
+        str(dev),
+        "--init",
+        str(model_dir),
+        "--out",
+        str(tmp_path / "o"),
+        "--max-seq-length",
+        "32",
+    ]
     assert main(argv) == 2
     assert "dev.tsv: line 3: label 'neutral' never seen in training" in capsys.readouterr().err
     with pytest.raises(ValueError, match="FinetuneConfig.task must be one of"):
@@ -149,8 +205,7 @@ def test_answer_not_in_context_is_counted_and_long_text_truncation_reported(ft_c
     long = tmp_path / "long.tsv"
     long.write_text("sentence\tlabel\n" + " ".join(["word"] * 200) + "\t1\nshort\t0\n")
     with pytest.warns(UserWarning, match="1 x answer span not in its context"):
-        finetune(ft_cfg(tmp_path / "a", task="squad", train=str(bad), dev=str(bad), max_steps=1,
-                      max_query_length=24))  # fmt: skip
+        finetune(ft_cfg(tmp_path / "a", task="squad", train=str(bad), dev=str(bad), max_steps=1, max_query_length=24))
     report = json.loads((tmp_path / "a" / "results.json").read_text())["input_report"]["train"]
     assert report["answer span not in its context (example not used for training)"] == 1
     with pytest.warns(UserWarning, match="1 x truncated to max_seq_length=64"):
@@ -165,23 +220,48 @@ def test_transformers_albert_dir_as_init(ft_cfg, tokenizer_dir, tmp_path, monkey
 
     vocab = Tokenizer.load(tokenizer_dir).vocab_size
     hf_cfg = transformers.AlbertConfig(
-        vocab_size=vocab, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64,
-    )  # fmt: skip
+        vocab_size=vocab,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     transformers.AlbertForPreTraining(hf_cfg).save_pretrained(tmp_path / "hf")
     data = str(FIXTURES / "sst2.tsv")
     with pytest.raises(FileNotFoundError, match=r"holds no tokenizer \(no spiece.model\); pass --tokenizer DIR"):
         finetune(ft_cfg(tmp_path / "none", init=str(tmp_path / "hf"), task="classification", train=data, dev=data))
     shutil.copy(Path(tokenizer_dir) / "spiece.model", tmp_path / "hf" / "spiece.model")
-    result = finetune(ft_cfg(tmp_path / "run", init=str(tmp_path / "hf"), task="classification", train=data,
-                             dev=data, max_steps=2, eval_every=1, max_seq_length=32))  # fmt: skip
+    result = finetune(
+        ft_cfg(
+            tmp_path / "run",
+            init=str(tmp_path / "hf"),
+            task="classification",
+            train=data,
+            dev=data,
+            max_steps=2,
+            eval_every=1,
+            max_seq_length=32,
+        )
+    )
     assert result.best_step in (1, 2) and litebert.load(tmp_path / "run" / "best").config.hidden_size == 32
 
 
 def test_similarity_bi_encoder_learns_scored_pairs(ft_cfg, tmp_path):
     data = str(FIXTURES / "sts.tsv")
-    result = finetune(ft_cfg(tmp_path, task="similarity", train=data, dev=data, max_steps=40, eval_every=20,
-                           batch_size=6, max_seq_length=32))  # fmt: skip
+    result = finetune(
+        ft_cfg(
+            tmp_path,
+            task="similarity",
+            train=data,
+            dev=data,
+            max_steps=40,
+            eval_every=20,
+            batch_size=6,
+            max_seq_length=32,
+        )
+    )
     assert result.best_value >= 0.9  # Spearman of cos(u, v) with the six gold scores after fitting them
 
 
@@ -250,8 +330,25 @@ def test_mean_pooling_head_averages_real_tokens_and_is_kept_by_the_saved_model(f
         ft_cfg(tmp_path, task="classification", train="x", dev="x", pooling="max")
 
     data = str(FIXTURES / "sst2.tsv")
-    argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
-            "--out", str(tmp_path / "run"), "--max-steps", "4", "--eval-every", "2", "--pooling", "mean"]  # fmt: skip
+    argv = [
+        "finetune",
+        "--task",
+        "classification",
+        "--train",
+        data,
+        "--dev",
+        data,
+        "--init",
+        str(model_dir),
+        "--out",
+        str(tmp_path / "run"),
+        "--max-steps",
+        "4",
+        "--eval-every",
+        "2",
+        "--pooling",
+        "mean",
+    ]
     assert main(argv) == 0
     ft = load_finetuned(tmp_path / "run" / "best")
     assert ft.config.pooling == "mean" and ft.model.head.pooling == "mean"
@@ -282,8 +379,21 @@ def test_mean_pooling_choice_head_scores_each_option_by_its_token_average(ft_cfg
         build_head("span", base.config, 2, pooling="mean")
     # on the command line even "--pooling cls" is refused there: similarity would silently mean-pool anyway
     data = str(FIXTURES / "sts.tsv")
-    argv = ["finetune", "--task", "similarity", "--train", data, "--dev", data, "--init", str(model_dir), "--out",
-            str(tmp_path / "sim"), "--pooling", "cls"]  # fmt: skip
+    argv = [
+        "finetune",
+        "--task",
+        "similarity",
+        "--train",
+        data,
+        "--dev",
+        data,
+        "--init",
+        str(model_dir),
+        "--out",
+        str(tmp_path / "sim"),
+        "--pooling",
+        "cls",
+    ]
     assert main(argv) == 2 and not (tmp_path / "sim").exists()
     assert "pooling 'cls' (--pooling) applies to classification" in capsys.readouterr().err
 
@@ -324,8 +434,9 @@ def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, c
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "spiece.model").write_bytes(proto.SerializeToString())  # same size, other pieces
     with pytest.raises(ValueError, match=r"other: its pieces differ from those of .*spiece.model, the model's own"):
-        load_pretrained(ft_cfg(tmp_path, task="classification", train=data, dev=data,
-                             tokenizer=str(tmp_path / "other")))  # fmt: skip
+        load_pretrained(
+            ft_cfg(tmp_path, task="classification", train=data, dev=data, tokenizer=str(tmp_path / "other"))
+        )
     load_pretrained(ft_cfg(tmp_path, task="classification", train=data, dev=data, tokenizer=str(model_dir)))
     with pytest.raises(ValueError, match=r"FinetuneConfig.lr must be a finite number, got inf"):
         ft_cfg(tmp_path, task="classification", train=data, dev=data, lr=float("inf"))
@@ -333,15 +444,20 @@ def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, c
         ft_cfg(tmp_path, task="squad", train=data, dev=data, null_score_diff_threshold=float("nan"))
     with pytest.raises(ValueError, match=r"FinetuneConfig.weight_decay must be >= 0, got -3"):
         ft_cfg(tmp_path, task="classification", train=data, dev=data, weight_decay=-3.0)
-    for bad, message in ((dict(lr="1e-4"), "lr must be float, got '1e-4'"), (dict(seed="0"), "seed must be int"),
-                         (dict(seed=-1), r"seed must be an integer in \[0, 2\*\*63\), got -1"),
-                         (dict(optimizer="sgd"), r"optimizer must be one of \('lamb', 'adamw', .*got 'sgd'"),
-                         (dict(text_columns=[1]), r"text_columns must be column names, got \(1,\)")):  # fmt: skip
+    for bad, message in (
+        (dict(lr="1e-4"), "lr must be float, got '1e-4'"),
+        (dict(seed="0"), "seed must be int"),
+        (dict(seed=-1), r"seed must be an integer in \[0, 2\*\*63\), got -1"),
+        (dict(optimizer="sgd"), r"optimizer must be one of \('lamb', 'adamw', .*got 'sgd'"),
+        (dict(text_columns=[1]), r"text_columns must be column names, got \(1,\)"),
+    ):
         with pytest.raises(ValueError, match="FinetuneConfig." + message):
             ft_cfg(tmp_path, task="classification", train=data, dev=data, **bad)
     for columns in ("sentence1, sentence2", ["sentence1", "sentence2"]):  # as the CLI and finetune.json give them
         assert ft_cfg(tmp_path, task="regression", train=data, dev=data, text_columns=columns).text_columns == (
-            "sentence1", "sentence2")  # fmt: skip
+            "sentence1",
+            "sentence2",
+        )
     same = [("classification", {"label_column": "sentence"}), ("classification", {"text_columns": ("label",)})]
     for task, kw in [*same, ("similarity", {"label_column": "sentence2"})]:
         with pytest.raises(ValueError, match=r"label_column '\w+' \(--label-column\) is also one of the text columns"):
@@ -352,17 +468,54 @@ def test_bad_settings_are_refused_with_their_flag(ft_cfg, model_dir, tmp_path, c
     ]:
         with pytest.raises(ValueError, match=rf"are for table files .*; task '{task}' reads its own format"):
             ft_cfg(tmp_path, task=task, train=data, dev=data, **kw)
-    argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
-            "--out", str(tmp_path / "o")]  # fmt: skip
+    argv = [
+        "finetune",
+        "--task",
+        "classification",
+        "--train",
+        data,
+        "--dev",
+        data,
+        "--init",
+        str(model_dir),
+        "--out",
+        str(tmp_path / "o"),
+    ]
     for device, reason in (("tpu", "Expected one of cpu, cuda"), (f"cuda:{torch.cuda.device_count()}", "")):
         assert main([*argv, "--device", device]) == 2  # cuda:N past the last GPU, or any cuda without one
         assert f"FinetuneConfig.device '{device}' (--device) cannot be used here: {reason}" in capsys.readouterr().err
     (tmp_path / "in.txt").write_text("Call me Ishmael.\n")
-    assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "x.npy"),
-                 "--batch-size", "0"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "embed",
+                str(tmp_path / "in.txt"),
+                "--init",
+                str(model_dir),
+                "--out",
+                str(tmp_path / "x.npy"),
+                "--batch-size",
+                "0",
+            ]
+        )
+        == 2
+    )
     assert "batch_size (--batch-size) must be a positive integer, got 0" in capsys.readouterr().err
-    assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "x.npy"),
-                 "--max-seq-length", "600"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "embed",
+                str(tmp_path / "in.txt"),
+                "--init",
+                str(model_dir),
+                "--out",
+                str(tmp_path / "x.npy"),
+                "--max-seq-length",
+                "600",
+            ]
+        )
+        == 2
+    )
     assert "max_seq_length 600 (--max-seq-length) exceeds the model's 128 positions" in capsys.readouterr().err
 
 

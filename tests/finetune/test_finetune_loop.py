@@ -72,12 +72,14 @@ def test_fine_tuning_under_torchrun_trains_what_one_process_trains(model_dir, tm
         "32",
     ]
     worker = tmp_path / "worker.py"
-    worker.write_text(textwrap.dedent(f"""
+    worker.write_text(
+        textwrap.dedent(f"""
         import sys, torch
         from litebert.cli import main
         torch.set_num_threads(1)
         sys.exit(main({[*argv, "--out", str(tmp_path / "ddp")]!r}))
-    """))  # fmt: skip
+    """)
+    )
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(worker)]
     proc = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

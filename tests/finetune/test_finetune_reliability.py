@@ -29,8 +29,11 @@ def test_a_target_that_does_not_fit_float32_is_refused_with_file_and_line(ft_cfg
     # 1e308 passed the finite check, became inf in float32 and trained a NaN model with exit 0
     data = _scores(tmp_path / "sts.tsv", ["1.0", "2.5", "1e308", "0.5"])
     cfg = ft_cfg(tmp_path / "out", task=task, train=data, dev=data, max_steps=1)
-    with pytest.raises(ValueError, match=rf"{data}: line 4: (label|score) '1e308' does not fit float32 \(at most "
-                       r"3\.403e\+38 in magnitude\)"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"{data}: line 4: (label|score) '1e308' does not fit float32 \(at most "
+        r"3\.403e\+38 in magnitude\)",
+    ):
         finetune(cfg)
     assert not (tmp_path / "out").exists()
 
@@ -45,8 +48,25 @@ def test_a_loss_that_goes_non_finite_stops_the_run_before_best_holds_nan_weights
     ):
         finetune(cfg)
     assert not (tmp_path / "out" / "best").exists() and not (tmp_path / "out" / "results.json").exists()
-    argv = ["finetune", "--task", "regression", "--train", data, "--dev", data, "--init", cfg.init, "--out",
-            str(tmp_path / "cli"), "--max-steps", "3", "--eval-every", "1", "--max-seq-length", "32"]  # fmt: skip
+    argv = [
+        "finetune",
+        "--task",
+        "regression",
+        "--train",
+        data,
+        "--dev",
+        data,
+        "--init",
+        cfg.init,
+        "--out",
+        str(tmp_path / "cli"),
+        "--max-steps",
+        "3",
+        "--eval-every",
+        "1",
+        "--max-seq-length",
+        "32",
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "error: fine-tuning loss inf at step 1" in err and "Traceback" not in err
@@ -59,8 +79,18 @@ def finetuned(model_dir, tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("ft")
     data = str(FIXTURES / "sst2.tsv")
-    finetune(FinetuneConfig(task="classification", train=data, dev=data, init=str(model_dir), out=str(out),
-                            max_steps=1, batch_size=4, max_seq_length=32))  # fmt: skip
+    finetune(
+        FinetuneConfig(
+            task="classification",
+            train=data,
+            dev=data,
+            init=str(model_dir),
+            out=str(out),
+            max_steps=1,
+            batch_size=4,
+            max_seq_length=32,
+        )
+    )
     return out / "best"
 
 
@@ -81,8 +111,10 @@ def test_an_edited_finetune_json_is_named(finetuned, tmp_path, capsys, state, wh
     (model / "finetune.json").write_text(json.dumps({**meta, "state": state}))
     with pytest.raises(ValueError, match=f"{model / 'finetune.json'}: {why}"):
         load_finetuned(model)
-    assert main(["predict", "--init", str(model), "--data", str(FIXTURES / "sst2.tsv"), "--out",
-                 str(tmp_path / "p.json")]) == 2  # fmt: skip
+    assert (
+        main(["predict", "--init", str(model), "--data", str(FIXTURES / "sst2.tsv"), "--out", str(tmp_path / "p.json")])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "finetune.json: field" in err and "Traceback" not in err
 
@@ -90,13 +122,26 @@ def test_an_edited_finetune_json_is_named(finetuned, tmp_path, capsys, state, wh
 def test_the_race_question_with_an_odd_number_of_options_is_the_one_named(tmp_path):
     # The check compared every question with the first: when the first was the odd one, it named the second.
     articles = [
-        {"id": "high1.txt", "article": "A text.", "questions": ["Why?", "Who?"], "answers": ["A", "B"],
-         "options": [["a", "b", "c"], ["a", "b", "c", "d"]]},
-        {"id": "high2.txt", "article": "More text.", "questions": ["What?"], "answers": ["C"],
-         "options": [["a", "b", "c", "d"]]},
-    ]  # fmt: skip
+        {
+            "id": "high1.txt",
+            "article": "A text.",
+            "questions": ["Why?", "Who?"],
+            "answers": ["A", "B"],
+            "options": [["a", "b", "c"], ["a", "b", "c", "d"]],
+        },
+        {
+            "id": "high2.txt",
+            "article": "More text.",
+            "questions": ["What?"],
+            "answers": ["C"],
+            "options": [["a", "b", "c", "d"]],
+        },
+    ]
     path = tmp_path / "race.json"
     path.write_text(json.dumps(articles))
-    with pytest.raises(ValueError, match=rf"{path} \(article 0\): question 0 \(id 'high1.txt-0'\) has 3 options, but "
-                       "2 of the 3 questions have 4; every question needs the same number"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"{path} \(article 0\): question 0 \(id 'high1.txt-0'\) has 3 options, but "
+        "2 of the 3 questions have 4; every question needs the same number",
+    ):
         read_race(path)

@@ -58,8 +58,21 @@ def test_outputs_never_overwrite_their_inputs_and_weights_follow_the_umask(model
     assert (tmp_path / "in.txt").read_text() == "Call me Ishmael.\n"
     into_model = str(model_dir / "emb.npy")
     assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", into_model]) == 2
-    assert main(["embed", str(tmp_path / "in.txt"), "--init", str(model_dir), "--out", str(tmp_path / "e"),
-                 "--max-seq-length", "0"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "embed",
+                str(tmp_path / "in.txt"),
+                "--init",
+                str(model_dir),
+                "--out",
+                str(tmp_path / "e"),
+                "--max-seq-length",
+                "0",
+            ]
+        )
+        == 2
+    )
     assert "max_seq_length must be at least 3" in capsys.readouterr().err  # 0 was taken for "not given"
     umask = os.umask(0o022)
     try:

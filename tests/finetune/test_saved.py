@@ -28,8 +28,17 @@ def test_predict_on_unlabelled_conll_and_race(ft_cfg, model_dir, tmp_path):
     (tmp_path / "q.json").write_text(json.dumps(race))
     data = str(FIXTURES / "race.json")
     # no lengths given: the model's 128 positions, and half of them (not the official 128) for question + option
-    finetune(FinetuneConfig(init=str(model_dir), out=str(tmp_path / "mc"), task="multiple-choice", train=data,
-                            dev=data, max_steps=1, batch_size=4))  # fmt: skip
+    finetune(
+        FinetuneConfig(
+            init=str(model_dir),
+            out=str(tmp_path / "mc"),
+            task="multiple-choice",
+            train=data,
+            dev=data,
+            max_steps=1,
+            batch_size=4,
+        )
+    )
     saved = json.loads((tmp_path / "mc" / "best" / "finetune.json").read_text())["config"]
     assert (saved["max_seq_length"], saved["max_qa_length"]) == (128, 64)
     assert [p["id"] for p in predict(tmp_path / "mc" / "best", tmp_path / "q.json")] == [
@@ -71,8 +80,17 @@ def test_predictions_are_utf8_whatever_the_locale(ft_cfg, tmp_path):
     (tmp_path / "ko.txt").write_text("헌법 O\n재판소 O\n", encoding="utf-8")
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
     cli = "import sys; from litebert.cli import main; sys.exit(main(sys.argv[1:]))"
-    argv = ["-c", cli, "predict", "--init", str(tmp_path / "best"), "--data", str(tmp_path / "ko.txt"),
-            "--out", str(tmp_path / "p.json")]  # fmt: skip
+    argv = [
+        "-c",
+        cli,
+        "predict",
+        "--init",
+        str(tmp_path / "best"),
+        "--data",
+        str(tmp_path / "ko.txt"),
+        "--out",
+        str(tmp_path / "p.json"),
+    ]
     subprocess.run([sys.executable, "-X", "utf8=0", *argv], env=env, check=True, capture_output=True)
     assert json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))[0]["words"] == ["헌법", "재판소"]
 
@@ -106,8 +124,17 @@ def test_predict_ignores_labels_it_was_not_trained_on(ft_cfg, tmp_path):
     renamed.write_text(Path(data).read_text().replace("sentence\tlabel", "review\tgold", 1))
     expected = evaluate(tmp_path / "best", data)["accuracy"]
     assert evaluate(tmp_path / "best", renamed, text_columns=["review"], label_column="gold")["accuracy"] == expected
-    argv = ["evaluate", "--init", str(tmp_path / "best"), "--data", str(renamed), "--text-columns", "review",
-            "--label-column", "gold"]  # fmt: skip
+    argv = [
+        "evaluate",
+        "--init",
+        str(tmp_path / "best"),
+        "--data",
+        str(renamed),
+        "--text-columns",
+        "review",
+        "--label-column",
+        "gold",
+    ]
     assert main(argv) == 0
     with pytest.raises(ValueError, match=r"label_column 'review' is also one of the text columns \['review'\]"):
         evaluate(tmp_path / "best", renamed, text_columns=["review"], label_column="review")

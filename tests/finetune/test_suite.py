@@ -27,8 +27,19 @@ from litebert.finetune.suite.report import fmt
 from litebert.train.checkpoint import latest_checkpoint
 
 TINY = dict(recipe="quick", seeds=2, max_steps=4, eval_every=2, batch_size=4, max_seq_length=32, lr=1e-3, threads=1)
-SUBMISSIONS = ["AX.tsv", "CoLA.tsv", "MNLI-m.tsv", "MNLI-mm.tsv", "MRPC.tsv", "QNLI.tsv", "QQP.tsv", "RTE.tsv",
-               "SST-2.tsv", "STS-B.tsv", "WNLI.tsv"]  # fmt: skip
+SUBMISSIONS = [
+    "AX.tsv",
+    "CoLA.tsv",
+    "MNLI-m.tsv",
+    "MNLI-mm.tsv",
+    "MRPC.tsv",
+    "QNLI.tsv",
+    "QQP.tsv",
+    "RTE.tsv",
+    "SST-2.tsv",
+    "STS-B.tsv",
+    "WNLI.tsv",
+]
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +83,9 @@ def test_missing_task_split_column_and_label_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"dev.tsv: line 3: label 'negative' is not one of the task's labels"):
         prepare_task(suite.tasks["SST-2"], tmp_path, tmp_path / "out")
     with pytest.raises(ValueError, match=r"--tasks SST2: not in suite glue"):
-        run_suite(SuiteConfig(suite="glue", data=str(tmp_path), init=str(tmp_path), out=str(tmp_path / "o"),
-                              tasks=("SST2",)))  # fmt: skip
+        run_suite(
+            SuiteConfig(suite="glue", data=str(tmp_path), init=str(tmp_path), out=str(tmp_path / "o"), tasks=("SST2",))
+        )
 
 
 def _md_rows(md: str) -> dict[tuple[str, str], list[str]]:
@@ -112,10 +124,16 @@ def check_submission(out: Path, results: dict) -> None:
     with zipfile.ZipFile(out / "submission.zip") as z:
         assert sorted(z.namelist()) == SUBMISSIONS
         assert z.read("CoLA.tsv") == (out / "submission" / "CoLA.tsv").read_bytes()
-    tests = {"AX.tsv": "diagnostic/diagnostic.tsv", "MNLI-m.tsv": "MNLI/test_matched.tsv",
-             "MNLI-mm.tsv": "MNLI/test_mismatched.tsv"}  # fmt: skip
-    labels = {"MNLI": {"entailment", "neutral", "contradiction"}, "QNLI": {"entailment", "not_entailment"},
-              "RTE": {"entailment", "not_entailment"}}  # fmt: skip
+    tests = {
+        "AX.tsv": "diagnostic/diagnostic.tsv",
+        "MNLI-m.tsv": "MNLI/test_matched.tsv",
+        "MNLI-mm.tsv": "MNLI/test_mismatched.tsv",
+    }
+    labels = {
+        "MNLI": {"entailment", "neutral", "contradiction"},
+        "QNLI": {"entailment", "not_entailment"},
+        "RTE": {"entailment", "not_entailment"},
+    }
     for name in SUBMISSIONS:
         lines = (out / "submission" / name).read_text().splitlines()
         assert lines[0] == "index\tprediction"
@@ -131,15 +149,17 @@ def check_submission(out: Path, results: dict) -> None:
     mnli = results["tasks"]["MNLI"]
     unit = Path(mnli["seeds"][str(mnli["median_seed"])]["unit"])
     rows = json.loads((unit / "predictions" / "test_matched.json").read_text())
-    assert [f"{r['index']}\t{r['prediction']}" for r in rows] == (out / "submission" / "MNLI-m.tsv").read_text(
-    ).splitlines()[1:]  # fmt: skip
+    assert [f"{r['index']}\t{r['prediction']}" for r in rows] == (
+        out / "submission" / "MNLI-m.tsv"
+    ).read_text().splitlines()[1:]
 
 
 def test_glue_from_the_hubs_parquet_writes_every_file_and_a_second_run_trains_nothing(model_dir, hub_glue, tmp_path):
     out = tmp_path / "suite"
     lines: list[str] = []
-    result = run_suite(SuiteConfig(suite="glue", data=str(hub_glue), init=str(model_dir), out=str(out), **TINY),
-                       write=lines.append)  # fmt: skip
+    result = run_suite(
+        SuiteConfig(suite="glue", data=str(hub_glue), init=str(model_dir), out=str(out), **TINY), write=lines.append
+    )
     assert not result.failed and result.results["units"] == {"total": 18, "reused": 0, "trained": 18}
     assert lines[-1].split("] ")[1].startswith("18/18 done") and any("running: CoLA seed 0" in x for x in lines)
     for name in ("results.json", "results.md", "seeds.png", "submission.zip"):
@@ -162,15 +182,34 @@ def test_glue_from_the_hubs_parquet_writes_every_file_and_a_second_run_trains_no
     assert cola["best"]["metric"] == "mcc"
 
     before = (out / "results.json").read_text()
-    again = run_suite(SuiteConfig(suite="glue", data=str(hub_glue), init=str(model_dir), out=str(out), **TINY),
-                      write=lambda line: None)  # fmt: skip
+    again = run_suite(
+        SuiteConfig(suite="glue", data=str(hub_glue), init=str(model_dir), out=str(out), **TINY),
+        write=lambda line: None,
+    )
     assert again.results["units"] == {"total": 18, "reused": 18, "trained": 0}
     assert again.results["tasks"] == json.loads(before)["tasks"]
 
 
 def _cli(model_dir: Path, out: Path, *extra: str) -> list[str]:
-    return ["suite", "glue", "--data", str(GLUE), "--init", str(model_dir), "--out", str(out), "--recipe", "quick",
-            "--batch-size", "4", "--max-seq-length", "32", "--lr", "1e-3", *extra]  # fmt: skip
+    return [
+        "suite",
+        "glue",
+        "--data",
+        str(GLUE),
+        "--init",
+        str(model_dir),
+        "--out",
+        str(out),
+        "--recipe",
+        "quick",
+        "--batch-size",
+        "4",
+        "--max-seq-length",
+        "32",
+        "--lr",
+        "1e-3",
+        *extra,
+    ]
 
 
 @pytest.mark.slow  # two runs of 100 steps, one in a child process (about 20 s)
@@ -179,8 +218,11 @@ def test_a_run_killed_mid_way_and_run_again_finishes_with_the_same_results(model
     flags = ["--tasks", "STS-B", "--seeds", "1", "--max-steps", "100", "--eval-every", "5", "--threads", "1"]
     killed = tmp_path / "killed"
     code = "import sys; from litebert.cli import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.Popen([sys.executable, "-c", code, *_cli(model_dir, killed, *flags)], stderr=subprocess.PIPE,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *_cli(model_dir, killed, *flags)],
+        stderr=subprocess.PIPE,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     deadline = time.monotonic() + 120
     while not any(latest_checkpoint(u) for u in killed.glob("units/*/*")) and time.monotonic() < deadline:
         assert proc.poll() is None, proc.stderr.read().decode()
@@ -212,15 +254,22 @@ def test_the_papers_five_tasks_average_squad_f1_and_em_first_with_the_papers_row
         shutil.copytree(GLUE / name, data / name)
     out = tmp_path / "paper"
     settings = {**TINY, "seeds": 1, "max_seq_length": 64}
-    result = run_suite(SuiteConfig(suite="paper", data=str(data), init=str(model_dir), out=str(out), **settings),
-                       write=lambda line: None)  # fmt: skip
+    result = run_suite(
+        SuiteConfig(suite="paper", data=str(data), init=str(model_dir), out=str(out), **settings),
+        write=lambda line: None,
+    )
     assert not result.failed
     results = check_results_against_json(out)
     squad = results["tasks"]["SQuAD2.0"]
     seed = squad["seeds"]["0"]
     assert seed["score"] == pytest.approx((seed["metrics"]["f1"] + seed["metrics"]["exact_match"]) / 2)
-    assert results["score"]["name"] == "Avg" and set(results["tasks"]) == {"SQuAD1.1", "SQuAD2.0", "MNLI", "SST-2",
-                                                                            "RACE"}  # fmt: skip
+    assert results["score"]["name"] == "Avg" and set(results["tasks"]) == {
+        "SQuAD1.1",
+        "SQuAD2.0",
+        "MNLI",
+        "SST-2",
+        "RACE",
+    }
     md = (out / "results.md").read_text()
     assert "| Model | SQuAD1.1 | SQuAD2.0 | MNLI | SST-2 | RACE | Avg |" in md
     assert "| ALBERT-base (paper, Table 3) | 89.3/82.3 | 80.0/77.1 | 81.6 | 90.3 | 64.0 | 80.1 |" in md
@@ -230,11 +279,15 @@ def test_the_papers_five_tasks_average_squad_f1_and_em_first_with_the_papers_row
 @pytest.mark.slow  # two spawned processes import torch: 10-80 s on a loaded 2-core machine
 def test_units_in_two_processes_give_what_one_process_gives_and_features_are_built_once(model_dir, tmp_path):
     settings = {**TINY, "tasks": ("SST-2",)}
-    one = run_suite(SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(tmp_path / "one"),
-                                **settings), write=lambda line: None)  # fmt: skip
+    one = run_suite(
+        SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(tmp_path / "one"), **settings),
+        write=lambda line: None,
+    )
     lines: list[str] = []
-    two = run_suite(SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(tmp_path / "two"),
-                                jobs=2, **settings), write=lines.append)  # fmt: skip
+    two = run_suite(
+        SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(tmp_path / "two"), jobs=2, **settings),
+        write=lines.append,
+    )
     assert two.results["units"]["trained"] == 2 and not two.failed
     assert any("running: SST-2 seed 0, SST-2 seed 1" in x or "running: SST-2 seed 1, SST-2 seed 0" in x for x in lines)
     strip = lambda r: {k: v for k, v in r["tasks"]["SST-2"].items() if k not in ("seeds", "input")}
@@ -258,8 +311,9 @@ text = ["sentence"]
 label = "label"
 """
     suite = tmp_path / "mine.toml"
-    suite.write_text('name = "mine"\n[recipes.quick]\nlr = 1e-3\n' + task.format("good", "")
-                     + task.format("bad", 'select = "auc"'))  # fmt: skip
+    suite.write_text(
+        'name = "mine"\n[recipes.quick]\nlr = 1e-3\n' + task.format("good", "") + task.format("bad", 'select = "auc"')
+    )
     out = tmp_path / "out"
     argv = [
         "suite",
@@ -294,13 +348,27 @@ label = "label"
 
 def test_warm_start_runs_rte_from_this_runs_mnli_model_of_its_seed(model_dir, tmp_path):
     out = tmp_path / "out"
-    cfg = SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(out), warm_start=True,
-                      **{**TINY, "seeds": 1, "tasks": ("RTE", "MNLI")})  # fmt: skip
+    cfg = SuiteConfig(
+        suite="glue",
+        data=str(GLUE),
+        init=str(model_dir),
+        out=str(out),
+        warm_start=True,
+        **{**TINY, "seeds": 1, "tasks": ("RTE", "MNLI")},
+    )
     result = run_suite(cfg, write=lambda line: None)
     assert not result.failed
     rte = json.loads((Path(result.results["tasks"]["RTE"]["seeds"]["0"]["unit"]) / "unit.json").read_text())
     mnli = Path(result.results["tasks"]["MNLI"]["seeds"]["0"]["unit"])
     assert rte["config"]["init"] == str(mnli / "best") and not rte["config"]["random_init"]
     with pytest.raises(ValueError, match=r"--warm-start: task RTE starts from MNLI's model; run MNLI too"):
-        run_suite(SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(tmp_path / "o2"),
-                              warm_start=True, tasks=("RTE",)))  # fmt: skip
+        run_suite(
+            SuiteConfig(
+                suite="glue",
+                data=str(GLUE),
+                init=str(model_dir),
+                out=str(tmp_path / "o2"),
+                warm_start=True,
+                tasks=("RTE",),
+            )
+        )

@@ -43,8 +43,13 @@ def test_glue_metrics_agree_with_sklearn_and_scipy_on_random_inputs(seed):
 
 
 def _record(seed: int, dev: dict, evals: dict | None = None, degenerate: str | None = None) -> dict:
-    return {"seed": seed, "dev": dev, "evals": evals or {}, "best": {"step": 100 * (seed + 1)},
-            "degenerate": degenerate}  # fmt: skip
+    return {
+        "seed": seed,
+        "dev": dev,
+        "evals": evals or {},
+        "best": {"step": 100 * (seed + 1)},
+        "degenerate": degenerate,
+    }
 
 
 def test_glue_score_is_the_mean_of_task_medians_a_task_of_two_metrics_their_mean():
@@ -54,8 +59,13 @@ def test_glue_score_is_the_mean_of_task_medians_a_task_of_two_metrics_their_mean
     for name, spec in suite.tasks.items():
         records = []
         for seed in range(5):
-            dev = {"accuracy": rng.random(), "f1": rng.random(), "mcc": rng.random(), "pearson": rng.random(),
-                   "spearman": rng.random()}  # fmt: skip
+            dev = {
+                "accuracy": rng.random(),
+                "f1": rng.random(),
+                "mcc": rng.random(),
+                "pearson": rng.random(),
+                "spearman": rng.random(),
+            }
             evals = {"mismatched": {"accuracy": rng.random()}} if name == "MNLI" else {}
             records.append(_record(seed, dev, evals, "predicts '0'" if seed == 4 else None))
         tasks[name] = summary = task_summary(spec, records)
@@ -64,8 +74,11 @@ def test_glue_score_is_the_mean_of_task_medians_a_task_of_two_metrics_their_mean
         assert summary["degenerate"] == 1
         for metric in spec.metrics:
             values = [seed_metrics(spec, r)[metric] for r in records]
-            assert summary["metrics"][metric] == {"median": statistics.median(values), "min": min(values),
-                                                  "max": max(values)}  # fmt: skip
+            assert summary["metrics"][metric] == {
+                "median": statistics.median(values),
+                "min": min(values),
+                "max": max(values),
+            }
     mnli = seed_metrics(suite.tasks["MNLI"], _record(0, {"accuracy": 0.8}, {"mismatched": {"accuracy": 0.7}}))
     assert mnli == pytest.approx({"accuracy": 80.0, "mismatched/accuracy": 70.0})
     mrpc = seed_metrics(suite.tasks["MRPC"], _record(0, {"f1": 0.9, "accuracy": 0.8}))

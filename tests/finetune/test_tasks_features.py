@@ -210,8 +210,10 @@ def test_a_v1_file_question_without_answers_keeps_the_file_v1(tmp_path):
     """A "version": "1.1" file is v1.1 whatever its questions: one without answers teaches no abstaining
     (training skips it, with a warning naming the file and id), cannot be a dev question (the v1.1 scorer has
     no rule for it, and `evaluate --predictions` refuses the same file) and is answered in prediction."""
-    qas = [{"id": "a", "question": "Who?", "answers": [{"text": "Ahab", "answer_start": 16}]},
-           {"id": "n", "question": "Why?", "answers": []}]  # fmt: skip
+    qas = [
+        {"id": "a", "question": "Who?", "answers": [{"text": "Ahab", "answer_start": 16}]},
+        {"id": "n", "question": "Why?", "answers": []},
+    ]
     path = _squad_file(tmp_path / "v1.json", "1.1", "The captain was Ahab.", qas)
     task, tok, c, state = SquadTask(), WordTok(), cfg(), {}
     train = task.load(path, tok, c, state, mode="train")
@@ -262,8 +264,19 @@ def test_a_korquad_dev_file_is_scored_with_korquads_character_f1(tmp_path):
 def test_squad_scoring_uses_the_files_own_version(tmp_path):
     """A model trained on 2.0 may abstain on a v1.1 dev file; v1.1's metric scores it (gold "the": EM 100, F1 0
     for an empty answer under v1.1, where v2.0's rule would give 100 / 100)."""
-    data = {"version": "1.1", "data": [{"paragraphs": [{"context": "the cat", "qas": [
-        {"id": "a", "question": "which?", "answers": [{"text": "the", "answer_start": 0}]}]}]}]}  # fmt: skip
+    data = {
+        "version": "1.1",
+        "data": [
+            {
+                "paragraphs": [
+                    {
+                        "context": "the cat",
+                        "qas": [{"id": "a", "question": "which?", "answers": [{"text": "the", "answer_start": 0}]}],
+                    }
+                ]
+            }
+        ],
+    }
     path = tmp_path / "dev.json"
     path.write_text(json.dumps(data))
     task, tok, c = SquadTask(), WordTok(), cfg()
@@ -377,8 +390,9 @@ def test_squad_answers_map_back_exactly_with_the_real_tokenizer(tokenizer_dir):
     tok, report = Tokenizer.load(tokenizer_dir), Report("mem")
     for name in ("squad_v1.json", "squad_v2.json"):
         examples, _ = read_squad(FIXTURES / name)
-        feats, meta, used = featurize(examples, tok, cfg(max_seq_length=384, doc_stride=128, max_query_length=64),
-                                      report, training=True)  # fmt: skip
+        feats, meta, used = featurize(
+            examples, tok, cfg(max_seq_length=384, doc_stride=128, max_query_length=64), report, training=True
+        )
         assert used == len(examples) and not report.counts  # one window each, every answer found
         for f, m in zip(feats, meta, strict=True):
             ex = examples[m["example"]]

@@ -270,8 +270,9 @@ def test_scored_pairs_and_real_lee(labeled):
 def test_labelled_pairs_read_korean_class_names_typed_decomposed_as_one_class(tmp_path):
     path = tmp_path / "nli.tsv"
     nfd = "\u1112\u1161\u11b7\u110b\u1174"  # 함의 decomposed, as macOS saves it
-    path.write_text(f"sentence1\tsentence2\tlabel\n비가 온다\t날씨가 궂다\t함의\n해가 뜬다\t밤이다\t모순\n"
-                    f"눈이 온다\t춥다\t{nfd}\n")  # fmt: skip
+    path.write_text(
+        f"sentence1\tsentence2\tlabel\n비가 온다\t날씨가 궂다\t함의\n해가 뜬다\t밤이다\t모순\n눈이 온다\t춥다\t{nfd}\n"
+    )
     pairs = read_scored_pairs(path, ("sentence1", "sentence2"), "label", numeric=False)
     assert [p.score for p in pairs] == ["함의", "모순", "함의"]
     path.write_text("sentence1\tsentence2\tlabel\n비가 온다\t날씨가 궂다\t함의\n해가 뜬다\t밤이다\t \n")
@@ -436,8 +437,10 @@ def _qa(data: dict) -> dict:
 
 
 def test_squad_v2_question_without_is_impossible_follows_its_answers(tmp_path):
-    qas = [{"id": "a", "question": "Who?", "answers": [{"text": "Ahab", "answer_start": 16}]},
-           {"id": "b", "question": "Why?", "answers": []}]  # fmt: skip
+    qas = [
+        {"id": "a", "question": "Who?", "answers": [{"text": "Ahab", "answer_start": 16}]},
+        {"id": "b", "question": "Why?", "answers": []},
+    ]
     path = tmp_path / "s.json"
     data = {"version": "v2.0", "data": [{"paragraphs": [{"context": "The captain was Ahab.", "qas": qas}]}]}
     path.write_text(json.dumps(data))
@@ -457,8 +460,10 @@ def test_squad_reader_and_scorer_take_one_version_and_the_same_golds(tmp_path, v
     # answerable yet without answers. The task's scoring and `litebert evaluate --predictions` (the official
     # scorer's reading) must agree on the version and on every gold.
     ahab = [{"text": "Ahab", "answer_start": 16}]
-    qas = [{"id": "a", "question": "Who?", "answers": ahab},
-           {"id": "b", "question": "Who, again?", "is_impossible": True, "answers": ahab}]  # fmt: skip
+    qas = [
+        {"id": "a", "question": "Who?", "answers": ahab},
+        {"id": "b", "question": "Who, again?", "is_impossible": True, "answers": ahab},
+    ]
     if version is None:
         qas.append({"id": "c", "question": "Why?", "is_impossible": False, "answers": []})
     path = _squad_file(tmp_path / "s.json", qas, version)

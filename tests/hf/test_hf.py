@@ -133,9 +133,14 @@ def test_export_writes_transformers_config(tmp_path, tokenizer_dir):
 @pytest.mark.parametrize("weights", ["model.safetensors", "pytorch_model.bin"])
 def test_loads_every_transformers_albert_class(tmp_path, cls, fresh, weights):
     hf_config = transformers.AlbertConfig(
-        vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=48, max_position_embeddings=64,
-    )  # fmt: skip
+        vocab_size=120,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(2)
     theirs = getattr(transformers, cls)(hf_config).eval()
     theirs.save_pretrained(tmp_path / "hf")
@@ -168,9 +173,16 @@ def test_transformers_checkpoint_missing_backbone_tensor_is_named(tmp_path):
     from safetensors.torch import load_file, save_file
 
     theirs = transformers.AlbertForMaskedLM(
-        transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                                  num_attention_heads=4, intermediate_size=48, max_position_embeddings=64)
-    )  # fmt: skip
+        transformers.AlbertConfig(
+            vocab_size=120,
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=48,
+            max_position_embeddings=64,
+        )
+    )
     theirs.save_pretrained(tmp_path / "hf")
     tensors = load_file(tmp_path / "hf" / "model.safetensors")
     del tensors["albert.embeddings.LayerNorm.bias"]
@@ -201,9 +213,16 @@ def test_an_mlm_bias_saved_only_as_the_decoder_bias_is_read(tmp_path):
     from safetensors.torch import load_file, save_file
 
     theirs = transformers.AlbertForMaskedLM(
-        transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                                  num_attention_heads=4, intermediate_size=48, max_position_embeddings=64)
-    )  # fmt: skip
+        transformers.AlbertConfig(
+            vocab_size=120,
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=48,
+            max_position_embeddings=64,
+        )
+    )
     with torch.no_grad():
         theirs.predictions.bias.normal_()
     theirs.save_pretrained(tmp_path / "hf")
@@ -227,8 +246,14 @@ def test_pytorch_model_bin_is_never_unpickled(tmp_path):
 
 
 def test_conversions_refuse_what_would_lose_or_change_a_model(tmp_path):
-    small = dict(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2, intermediate_size=48,
-                 max_position_embeddings=64)  # fmt: skip
+    small = dict(
+        vocab_size=120,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=2,
+        intermediate_size=48,
+        max_position_embeddings=64,
+    )
     litebert.save(litebert.AlbertForPretraining(litebert.preset("tiny", vocab_size=100)), tmp_path / "ours")
     before = (tmp_path / "ours" / "model.safetensors").read_bytes()
     with pytest.raises(ValueError, match="the destination is the source"):
@@ -346,8 +371,10 @@ def test_a_fine_tuned_model_exports_as_its_transformers_task_class(ft_cfg, tmp_p
         torch.testing.assert_close(ours["logits"], out.logits, atol=1e-5, rtol=0)
     if task in ("classification", "token-classification"):  # its labels travel with it
         assert [theirs.config.id2label[i] for i in range(theirs.config.num_labels)] == ft.state["labels"]
-    assert theirs.config.problem_type == {"classification": "single_label_classification",
-                                          "regression": "regression"}.get(task)  # fmt: skip
+    assert theirs.config.problem_type == {
+        "classification": "single_label_classification",
+        "regression": "regression",
+    }.get(task)
 
 
 def test_a_head_transformers_has_no_class_for_is_left_out_with_a_warning(ft_cfg, tmp_path):
@@ -375,10 +402,15 @@ def test_a_sharded_index_without_a_weight_map_is_named(tmp_path):
 def test_transformers_other_names_of_the_gelus_load_with_the_same_outputs(tmp_path, act):
     c = {**SMALL, **CONFIGS["all-shared"]}
     hf_config = transformers.AlbertConfig(
-        vocab_size=c["vocab_size"], embedding_size=c["embedding_size"], hidden_size=c["hidden_size"],
-        num_hidden_layers=c["num_layers"], num_attention_heads=c["num_heads"],
-        intermediate_size=c["intermediate_size"], max_position_embeddings=c["max_position"], hidden_act=act,
-    )  # fmt: skip
+        vocab_size=c["vocab_size"],
+        embedding_size=c["embedding_size"],
+        hidden_size=c["hidden_size"],
+        num_hidden_layers=c["num_layers"],
+        num_attention_heads=c["num_heads"],
+        intermediate_size=c["intermediate_size"],
+        max_position_embeddings=c["max_position"],
+        hidden_act=act,
+    )
     torch.manual_seed(2)
     theirs = transformers.AlbertForPreTraining(hf_config)
     theirs.save_pretrained(tmp_path / "hf")

@@ -28,14 +28,18 @@ def _index(directory, shard: object) -> None:
     (directory / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
 
 
-@pytest.mark.parametrize("name", ["../outside.safetensors", "../../x.safetensors", "/tmp/x.safetensors", "sub/a", "..",
-                                  "", 3])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["../outside.safetensors", "../../x.safetensors", "/tmp/x.safetensors", "sub/a", "..", "", 3]
+)
 def test_an_index_naming_a_shard_outside_the_model_directory_is_refused(sharded, tmp_path, name):
     shutil.copy(sharded / "model-00001-of-00001.safetensors", tmp_path / "outside.safetensors")  # readable there
     _index(sharded, name)
-    with pytest.raises(ValueError, match=rf"model\.safetensors\.index\.json: weight_map names the shard "
-                       rf"{json.dumps(name) if isinstance(name, int) else repr(name)}.*, which is not a file name in "
-                       "the model directory"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"model\.safetensors\.index\.json: weight_map names the shard "
+        rf"{json.dumps(name) if isinstance(name, int) else repr(name)}.*, which is not a file name in "
+        "the model directory",
+    ):
         litebert.load(sharded)
 
 

@@ -209,8 +209,11 @@ def test_unknown_variable_is_named(tmp_path):
 
 def test_wrong_shape_is_named_with_both_shapes(tmp_path):
     d = _rewritten(tmp_path, lambda t: {**t, "bert/pooler/dense/kernel": np.zeros((32, 31), np.float32)})
-    with pytest.raises(ValueError, match=r"variable bert/pooler/dense/kernel has shape \(32, 31\) in the checkpoint "
-                                         r"but \(32, 32\) by .*albert_config\.json"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"variable bert/pooler/dense/kernel has shape \(32, 31\) in the checkpoint "
+        r"but \(32, 32\) by .*albert_config\.json",
+    ):
         tf_checkpoint.load_tf(d)
 
 
@@ -218,12 +221,18 @@ def test_config_that_disagrees_with_the_tensors(tmp_path):
     d = _copy("grouped", tmp_path)
     config = json.loads((d / "albert_config.json").read_text())
     (d / "albert_config.json").write_text(json.dumps({**config, "embedding_size": 24}))
-    with pytest.raises(ValueError, match=r"variable bert/embeddings/word_embeddings has shape \(200, 16\) in the "
-                                         r"checkpoint but \(200, 24\) by .*albert_config\.json"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"variable bert/embeddings/word_embeddings has shape \(200, 16\) in the "
+        r"checkpoint but \(200, 24\) by .*albert_config\.json",
+    ):
         tf_checkpoint.load_tf(d)
     (d / "albert_config.json").write_text(json.dumps({**config, "num_hidden_groups": 1}))
-    with pytest.raises(ValueError, match=r"unknown variable\(s\) bert/encoder/transformer/group_1/.* \(groups "
-                                         r"bert/encoder/transformer/group_1/inner_group_0/.* beyond"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"unknown variable\(s\) bert/encoder/transformer/group_1/.* \(groups "
+        r"bert/encoder/transformer/group_1/inner_group_0/.* beyond",
+    ):
         tf_checkpoint.load_tf(d)
 
 
@@ -245,7 +254,7 @@ def test_config_fields_and_defaults():
         ({"hidden_size": 32}, r"cfg\.json: no vocab_size"),
         ({"vocab_size": 10, "num_hidden_layers": 0}, r"cfg\.json: num_hidden_layers must be a positive integer"),
     ],
-)  # fmt: skip
+)
 def test_config_refusals(fields, message):
     with pytest.raises(ValueError, match=message):
         tf_checkpoint.config_from_albert_json(fields, source="cfg.json")
@@ -361,8 +370,19 @@ def test_litebert_load_reads_an_official_checkpoint_directory():
 def test_cli_convert_from_tf_prints_the_coverage_and_writes_a_loadable_model(tmp_path, capsys):
     from litebert.cli import main
 
-    assert main(["convert", "from-tf", str(FIXTURES / "shared"), str(tmp_path / "out"),
-                 "--spm-model", str(FIXTURES / "grouped" / "30k-clean.model")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "convert",
+                "from-tf",
+                str(FIXTURES / "shared"),
+                str(tmp_path / "out"),
+                "--spm-model",
+                str(FIXTURES / "grouped" / "30k-clean.model"),
+            ]
+        )
+        == 2
+    )
     assert "200 pieces, but the checkpoint's vocab_size is 128" in capsys.readouterr().err
     assert main(["convert", "from-tf", str(FIXTURES / "grouped"), str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out

@@ -31,8 +31,13 @@ print(applied, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 
 def _faults(mode: str) -> tuple[bool, int]:
-    out = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, check=True,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"}).stdout.split()  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    ).stdout.split()
     return out[0] == "True", int(out[1])
 
 

@@ -66,8 +66,9 @@ def test_fused_adam_with_found_inf_leaves_every_tensor_as_it_was(forced):
     tensors = _adam_tensors(1)
     before = [[t.clone() for t in group] for group in tensors]
     with compat.use_fallbacks("fused_adam") if forced else torch.no_grad():
-        compat.fused_adam_(*tensors, [torch.tensor(3.0)] * 3, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-6,
-                           found_inf=torch.tensor(1.0))  # fmt: skip
+        compat.fused_adam_(
+            *tensors, [torch.tensor(3.0)] * 3, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-6, found_inf=torch.tensor(1.0)
+        )
     for group, old in zip(tensors, before, strict=True):
         for a, b in zip(group, old, strict=True):
             assert torch.equal(a, b)

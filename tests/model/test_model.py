@@ -300,10 +300,18 @@ def test_masked_positions_and_pair_labels_that_do_not_fit_the_batch_are_named():
     assert model(ids, sentence_order_label=torch.tensor([1, -100])).loss is not None
     # int32 batches (numpy's usual int arrays): the embeddings and gather took them, cross-entropy did not
     model.eval()  # no dropout: the two forwards must agree
-    ref = model(ids, masked_positions=torch.tensor([[0, 9], [3, 3]]), masked_labels=labels,
-                sentence_order_label=torch.tensor([1, 0]))  # fmt: skip
-    out = model(ids.int(), masked_positions=torch.tensor([[0, 9], [3, 3]]).int(), masked_labels=labels.int(),
-                sentence_order_label=torch.tensor([1, 0]).int())  # fmt: skip
+    ref = model(
+        ids,
+        masked_positions=torch.tensor([[0, 9], [3, 3]]),
+        masked_labels=labels,
+        sentence_order_label=torch.tensor([1, 0]),
+    )
+    out = model(
+        ids.int(),
+        masked_positions=torch.tensor([[0, 9], [3, 3]]).int(),
+        masked_labels=labels.int(),
+        sentence_order_label=torch.tensor([1, 0]).int(),
+    )
     assert torch.equal(out.loss, ref.loss)
 
 
@@ -365,8 +373,12 @@ def test_a_compiled_training_step_has_no_graph_break(padded):
 
     model = _model(hidden_dropout=0.1, attention_dropout=0.1).train()
     ids = _ids(4, 10)
-    batch = dict(input_ids=ids, masked_positions=torch.tensor([[1, 2]] * 4), masked_labels=torch.tensor([[7, 8]] * 4),
-                 sentence_order_label=torch.tensor([0, 1, -100, 1]))  # fmt: skip
+    batch = dict(
+        input_ids=ids,
+        masked_positions=torch.tensor([[1, 2]] * 4),
+        masked_labels=torch.tensor([[7, 8]] * 4),
+        sentence_order_label=torch.tensor([0, 1, -100, 1]),
+    )
     if padded:
         ids, mask = _padded_batch()
         batch.update(input_ids=ids, attention_mask=mask, real_tokens=find_real_tokens(mask))

@@ -22,9 +22,7 @@ from litebert.model.params import (
 )
 
 ABSURD = {  # each allocated until RuntimeError / MemoryError after tens of seconds, memory exhausted on the way
-    "10^12 parameters": dict(
-        num_layers=1300, sharing="none", hidden_size=8192, intermediate_size=32768, num_heads=64
-    ),  # fmt: skip
+    "10^12 parameters": dict(num_layers=1300, sharing="none", hidden_size=8192, intermediate_size=32768, num_heads=64),
     "num_layers 1e9": dict(num_layers=10**9, sharing="none"),
     "intermediate_size 1e9": dict(intermediate_size=10**9),
     "vocab_size 8e6 x E 4096": dict(vocab_size=8_000_000, embedding_size=4096),
@@ -33,9 +31,14 @@ ABSURD = {  # each allocated until RuntimeError / MemoryError after tens of seco
 
 @pytest.mark.parametrize(
     "fields",
-    [dict(sharing="none", num_layers=5), dict(sharing="all", num_layers=6, num_hidden_groups=3, inner_group_num=2),
-     dict(sharing="attention", num_layers=7), dict(sharing="ffn", num_layers=3), dict(num_layers=4)],
-)  # fmt: skip
+    [
+        dict(sharing="none", num_layers=5),
+        dict(sharing="all", num_layers=6, num_hidden_groups=3, inner_group_num=2),
+        dict(sharing="attention", num_layers=7),
+        dict(sharing="ffn", num_layers=3),
+        dict(num_layers=4),
+    ],
+)
 def test_the_extrapolated_count_is_the_built_one(fields):
     config = litebert.preset("albert-base", **fields)
     assert extrapolated_count(config) == _built(config)
@@ -72,8 +75,11 @@ def test_the_count_of_a_billion_layers_is_exact():
 
 def test_max_params_replaces_the_memory_check(monkeypatch, no_model_is_built):
     monkeypatch.setenv(MAX_PARAMS_ENV, "1e6")
-    with pytest.raises(ModelTooLargeError, match=rf"a model of 11,813,810 parameters, more than {MAX_PARAMS_ENV}="
-                       "1,000,000"):  # fmt: skip
+    with pytest.raises(
+        ModelTooLargeError,
+        match=rf"a model of 11,813,810 parameters, more than {MAX_PARAMS_ENV}="
+        "1,000,000",
+    ):
         check_model_size(litebert.preset("albert-base"))
     monkeypatch.setenv(MAX_PARAMS_ENV, "1e13")  # the user's word: a limit of their own instead of free memory
     assert check_model_size(litebert.preset("albert-base", **ABSURD["10^12 parameters"])).total > 10**12
@@ -110,8 +116,11 @@ def test_pretrain_refuses_a_model_too_large_before_preparing_anything(tmp_path, 
 @pytest.mark.parametrize("field", ["vocab_size", "num_layers", "hidden_size", "intermediate_size", "max_position"])
 def test_absurd_values_are_a_message_naming_the_field(field, tmp_path, capsys):
     # 10**40 was a TypeError from torch
-    with pytest.raises(ValueError, match=rf"ModelConfig\.{field} must be a positive integer of at most "
-                       r"2,147,483,647, got 1e\+40"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"ModelConfig\.{field} must be a positive integer of at most "
+        r"2,147,483,647, got 1e\+40",
+    ):
         litebert.preset("albert-base", **{field: 10**40})
     (tmp_path / "config.json").write_text(json.dumps({**litebert.preset("tiny").to_dict(), field: 10**40}))
     assert main(["params", "--config", str(tmp_path / "config.json")]) == 2

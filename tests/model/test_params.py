@@ -86,12 +86,20 @@ def test_cli_params_prints_breakdown_and_table(capsys):
 def test_python_m_litebert_is_the_command(capsys):
     """`python -m litebert` (and so `torchrun -m litebert pretrain ...`) runs the same CLI, errors included."""
     assert main(["params", "--preset", "albert-base"]) == 0
-    ran = subprocess.run([sys.executable, "-m", "litebert", "params", "--preset", "albert-base"],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    ran = subprocess.run(
+        [sys.executable, "-m", "litebert", "params", "--preset", "albert-base"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == capsys.readouterr().out
-    bad = subprocess.run([sys.executable, "-m", "litebert", "params", "--preset", "no-such-preset"],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "litebert", "params", "--preset", "no-such-preset"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "litebert params: error" in bad.stderr
 
 

@@ -81,8 +81,11 @@ def test_a_litebert_config_missing_a_field_is_refused_not_filled_with_the_defaul
     config = json.loads((path / "config.json").read_text())
     del config["num_layers"], config["hidden_act"]
     (path / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=r"config.json: a litebert model's config without field\(s\) \['hidden_act', "
-                       r"'num_layers'\]"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"config.json: a litebert model's config without field\(s\) \['hidden_act', "
+        r"'num_layers'\]",
+    ):
         litebert.load(path)
 
 

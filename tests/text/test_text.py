@@ -187,8 +187,10 @@ def test_cr_only_line_ends_are_lines(tmp_path, suffix):
         paths[name] = tmp_path / f"{name}{suffix}"
         paths[name].write_bytes(gzip.compress(ends) if suffix.endswith(".gz") else ends)
     reports = {name: TextReport() for name in paths}
-    docs = {name: list(read_documents([p], report=reports[name], config=ReadConfig(split=False)))
-            for name, p in paths.items()}  # fmt: skip
+    docs = {
+        name: list(read_documents([p], report=reports[name], config=ReadConfig(split=False)))
+        for name, p in paths.items()
+    }
     expected = [["Line one here.", "Line two here."], ["A new document \xe9.", "Bad \ufffd byte."]]
     assert docs["cr"] == docs["lf"] == expected
     assert [m.split(":", 1)[1] for m in reports["cr"].messages] == [m.split(":", 1)[1] for m in reports["lf"].messages]
@@ -197,7 +199,9 @@ def test_cr_only_line_ends_are_lines(tmp_path, suffix):
     assert [len(d) for d in read_documents([tmp_path / "long.txt"], config=ReadConfig(split=False))] == [1, 1]
     (tmp_path / "stray.txt").write_bytes(b"a stray \r here.\r\nNext line.\r\n\r\nSecond doc.\r\n")
     assert list(read_documents([tmp_path / "stray.txt"], config=ReadConfig(split=False))) == [
-        ["a stray here.", "Next line."], ["Second doc."]]  # fmt: skip
+        ["a stray here.", "Next line."],
+        ["Second doc."],
+    ]
 
 
 def test_invalid_utf8_is_replaced_counted_and_located(tmp_path):
@@ -458,8 +462,9 @@ def test_blank_lines_wrap_joins_across_blank_lines(tmp_path):
     expected = [["저학년도 보살핌이 필요 한 나이이다.", "따라서 개정하려는 것임."]]
     assert list(read_documents([tmp_path], config=config)) == expected
     paragraphs = ReadConfig(documents="file", join_lines=True)  # without it, blank lines still end paragraphs
-    assert list(read_documents([tmp_path], config=paragraphs)) == [["저학년도 보살핌이 필요", "한 나이이다.",
-                                                                   "따라서 개정하려는 것임."]]  # fmt: skip
+    assert list(read_documents([tmp_path], config=paragraphs)) == [
+        ["저학년도 보살핌이 필요", "한 나이이다.", "따라서 개정하려는 것임."]
+    ]
     with pytest.raises(ValueError, match=r"blank_lines_wrap \(--blank-lines-wrap\) needs documents='file'"):
         ReadConfig(blank_lines_wrap=True)
 
@@ -473,15 +478,32 @@ def test_wraps_split_words_joins_a_word_broken_at_a_wrap(tmp_path):
     config = ReadConfig(join_lines=True, wraps_split_words=True)
     assert list(read_documents([tmp_path], config=config)) == [["A line broken in-side a word, and one between words."]]
     # a line that ends a sentence, or a next line that opens a list item, is no word broken at the wrap
-    lines = ["재정소요가 예상됨.", "2. 미첨부 근거", "규정에 해당함.", "명이", "다. 그리고", "다음 사항",
-             "1. 국정의 계획", "○ 규모", "①항", "운영·", "·관리"]  # fmt: skip
+    lines = [
+        "재정소요가 예상됨.",
+        "2. 미첨부 근거",
+        "규정에 해당함.",
+        "명이",
+        "다. 그리고",
+        "다음 사항",
+        "1. 국정의 계획",
+        "○ 규모",
+        "①항",
+        "운영·",
+        "·관리",
+    ]
     (tmp_path / "items.txt").write_text("\n\n".join(lines) + "\n")
     config = ReadConfig(documents="file", blank_lines_wrap=True, wraps_split_words=True, split=False)
     assert list(read_documents([tmp_path / "items.txt"], config=config)) == [
         ["재정소요가 예상됨. 2. 미첨부 근거규정에 해당함. 명이다. 그리고다음 사항 1. 국정의 계획 ○ 규모 ①항운영··관리"]
     ]  # "다. " opens a Korean item as often as it ends "...이다.": joined as a word's halves
-    numbers = ["ended in 194", "5. Then 199", "5. 3. 1. Pi is 3.", "14159 at www.example.", "com, born in 19",
-               "8) and done."]  # fmt: skip
+    numbers = [
+        "ended in 194",
+        "5. Then 199",
+        "5. 3. 1. Pi is 3.",
+        "14159 at www.example.",
+        "com, born in 19",
+        "8) and done.",
+    ]
     (tmp_path / "numbers.txt").write_text("\n".join(numbers) + "\n")
     config = ReadConfig(join_lines=True, wraps_split_words=True, split=False)
     assert list(read_documents([tmp_path / "numbers.txt"], config=config)) == [
@@ -490,6 +512,8 @@ def test_wraps_split_words_joins_a_word_broken_at_a_wrap(tmp_path):
     with pytest.raises(ValueError, match=r"wraps_split_words \(--wraps-split-words\) needs join_lines"):
         ReadConfig(wraps_split_words=True)
     out = tmp_path / "out.txt"
-    assert main(["text", "prepare", str(tmp_path / "bill.txt"), "--out", str(out), "--join-lines",
-                 "--wraps-split-words"]) == 0  # fmt: skip
+    assert (
+        main(["text", "prepare", str(tmp_path / "bill.txt"), "--out", str(out), "--join-lines", "--wraps-split-words"])
+        == 0
+    )
     assert out.read_text() == "A line broken in-side a word, and one between words.\n"

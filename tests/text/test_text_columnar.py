@@ -104,8 +104,11 @@ def test_other_string_types_and_invalid_utf8(tmp_path):
 def test_a_missing_or_non_text_column_is_refused_before_any_file_is_read(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", ROWS)  # read first (sorted): the refusal comes before its documents
     write_columnar(tmp_path / "b.parquet", ROWS)
-    with pytest.raises(ValueError, match=r"b\.parquet: no column 'body' \(its columns: 'id', 'text'\); name the text "
-                                         r"column with --text-field"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"b\.parquet: no column 'body' \(its columns: 'id', 'text'\); name the text "
+        r"column with --text-field",
+    ):
         read_documents(tmp_path, config=ReadConfig(text_field="body"))
     with pytest.raises(ValueError, match=r"b\.parquet: column 'id' holds int64, not text \(strings\)"):
         read_documents(tmp_path, config=ReadConfig(text_field="id"))
@@ -200,8 +203,11 @@ def test_without_pyarrow_the_message_names_the_extra(tmp_path, monkeypatch, caps
     write_jsonl(tmp_path / "d.jsonl", ROWS)
     for module in ("pyarrow", "pyarrow.parquet", "pyarrow.ipc"):
         monkeypatch.setitem(sys.modules, module, None)  # `import pyarrow` now raises ImportError
-    with pytest.raises(ImportError, match=r"c\.parquet: reading Parquet and Arrow files needs pyarrow: pip install "
-                                          r"'litebert\[parquet\]'"):  # fmt: skip
+    with pytest.raises(
+        ImportError,
+        match=r"c\.parquet: reading Parquet and Arrow files needs pyarrow: pip install "
+        r"'litebert\[parquet\]'",
+    ):
         read_documents(tmp_path)
     assert list(read_documents(tmp_path / "d.jsonl"))  # other formats need no pyarrow
     assert main(["text", "prepare", str(path), "--out", str(tmp_path / "out.txt")]) == 2
@@ -213,6 +219,18 @@ def test_text_prepare_reads_a_column_by_name(tmp_path):
     out = tmp_path / "out.txt"
     assert main(["text", "prepare", str(path), "--text-field", "body", "--out", str(out)]) == 0
     jsonl_out = tmp_path / "jsonl.txt"
-    assert main(["text", "prepare", str(write_jsonl(tmp_path / "c.jsonl", ROWS, "body")), "--text-field", "body",
-                 "--out", str(jsonl_out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "text",
+                "prepare",
+                str(write_jsonl(tmp_path / "c.jsonl", ROWS, "body")),
+                "--text-field",
+                "body",
+                "--out",
+                str(jsonl_out),
+            ]
+        )
+        == 0
+    )
     assert out.read_bytes() == jsonl_out.read_bytes() and out.read_text().startswith("First document.\n")

@@ -28,8 +28,11 @@ def corpus(tmp_path) -> Path:
 
 
 def test_a_link_out_of_the_directory_is_skipped_with_a_warning(corpus):
-    with pytest.warns(UserWarning, match=rf"skipped 2 symbolic link\(s\) that lead out of their input directory "
-                      rf"\(first: {corpus}/private -> {corpus.parent}/secret\); pass --follow-links"):  # fmt: skip
+    with pytest.warns(
+        UserWarning,
+        match=rf"skipped 2 symbolic link\(s\) that lead out of their input directory "
+        rf"\(first: {corpus}/private -> {corpus.parent}/secret\); pass --follow-links",
+    ):
         files = iter_files(corpus)
     assert files == [corpus / "a.txt", corpus / "same" / "b.txt"]  # sub/ is same/, read once
     with pytest.warns(UserWarning, match="skipped 2 symbolic link"):

@@ -14,8 +14,9 @@ def test_join_lines_joins_the_wrapped_lines_of_a_json_record(tmp_path):
     text = "It was the best of times,\nit was the worst of times. It was the\nage of wisdom.\n\nA second\nparagraph."
     (tmp_path / "a.jsonl").write_text(json.dumps({"text": text}) + "\n")
     (tmp_path / "a.txt").write_text(text + "\n")
-    expected = [["It was the best of times, it was the worst of times.", "It was the age of wisdom.",
-                 "A second paragraph."]]  # fmt: skip
+    expected = [
+        ["It was the best of times, it was the worst of times.", "It was the age of wisdom.", "A second paragraph."]
+    ]
     for config in (ReadConfig(join_lines=True), ReadConfig(join_lines=True, split=False)):
         as_text = [[s for d in read_documents(tmp_path / "a.txt", config=config) for s in d]]
         assert list(read_documents(tmp_path / "a.jsonl", config=config)) == as_text
@@ -27,9 +28,15 @@ def test_join_lines_joins_the_wrapped_lines_of_a_json_record(tmp_path):
     expected = [["보살핌이 필요한 나이이나 육아휴직을 할 수 있는 나이."]]
     assert list(read_documents(tmp_path / "b.jsonl", config=config)) == expected
     assert list(read_documents(tmp_path / "a.jsonl")) == [  # without the flags, each line stays a paragraph
-        ["It was the best of times,", "it was the worst of times.", "It was the", "age of wisdom.", "A second",
-         "paragraph."]
-    ]  # fmt: skip
+        [
+            "It was the best of times,",
+            "it was the worst of times.",
+            "It was the",
+            "age of wisdom.",
+            "A second",
+            "paragraph.",
+        ]
+    ]
 
 
 def test_a_linked_directory_inside_a_corpus_directory_is_read_with_follow_links(tmp_path):
@@ -57,8 +64,9 @@ def test_a_long_line_with_many_invalid_bytes_is_read_in_linear_time(tmp_path):
     docs = list(read_documents(tmp_path / "a.txt", report=report))
     assert time.perf_counter() - start < 5
     assert report.invalid_bytes == 350_000 and docs[0][-1] == "ab\ufffd" * 350_000 and len(docs[0]) == 501
-    assert report.messages[:2] == [f"{tmp_path / 'a.txt'}:501: invalid UTF-8 at byte offset {9000 + k}, replaced"
-                                   for k in (2, 5)]  # fmt: skip
+    assert report.messages[:2] == [
+        f"{tmp_path / 'a.txt'}:501: invalid UTF-8 at byte offset {9000 + k}, replaced" for k in (2, 5)
+    ]
 
 
 def test_a_line_of_invisible_characters_only_separates_documents_as_a_blank_one_does(tmp_path):

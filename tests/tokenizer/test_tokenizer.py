@@ -130,8 +130,16 @@ def test_transformers_autotokenizer_gives_litebert_ids_on_every_line(tokenizer_d
     # Special token strings in the text (fill-mask input) map to their ids in both.
     masked = ["Call me [MASK].", "the [MASK]whale<pad><pad>", "[CLS] a [SEP] b [SEP]", "<unk>[MASK]", "x [mask]"]
     assert tok.encode_batch(masked) == hf(masked, add_special_tokens=False)["input_ids"]
-    invisible = ["Zero\u200bwidth", "soft\u00adhyphen\ufeff", "a\x01b\x7f c", "`\u200b`quoted\u200e''", "국\u200d가",
-                 "대한\u3164민국", "whale\ufe0f", "ship\U000e0100 x"]  # fmt: skip
+    invisible = [
+        "Zero\u200bwidth",
+        "soft\u00adhyphen\ufeff",
+        "a\x01b\x7f c",
+        "`\u200b`quoted\u200e''",
+        "국\u200d가",
+        "대한\u3164민국",
+        "whale\ufe0f",
+        "ship\U000e0100 x",
+    ]
     assert tok.encode_batch(invisible) == hf(invisible, add_special_tokens=False)["input_ids"]
     jamo = [
         "웃겨ㅋㅋㅠㅠ",
@@ -176,7 +184,8 @@ def test_a_tokenizer_keeping_accents_still_composes_decomposed_hangul(tmp_path, 
     hf = transformers.AutoTokenizer.from_pretrained(tmp_path / "keep")
     assert hf(nfd, add_special_tokens=False)["input_ids"] == ours
     assert json.loads((tmp_path / "keep" / "litebert_tokenizer.json").read_text())["normalization"] == (
-        "drop Cc/Cf; collapse spaces; `` '' -> \"; NFC; lowercase")  # fmt: skip
+        "drop Cc/Cf; collapse spaces; `` '' -> \"; NFC; lowercase"
+    )
 
 
 def test_korean_is_not_lost(tok, corpus_lines):
@@ -314,8 +323,10 @@ def test_train_cli_and_errors(tmp_path, corpora, capsys):
     (again.dir / "spiece.model").write_bytes((tmp_path / "full" / "spiece.model").read_bytes())
     with pytest.raises(ValueError, match=r"again/spiece.model does not match .*litebert_tokenizer.json"):
         Tokenizer.load(again.dir)
-    for settings, message in (("[]", r"again/litebert_tokenizer.json: not a litebert_tokenizer.json written by"),
-                              ('{"vocab_size": 3}', r"\(no do_lower_case, strip_accents\)")):  # fmt: skip
+    for settings, message in (
+        ("[]", r"again/litebert_tokenizer.json: not a litebert_tokenizer.json written by"),
+        ('{"vocab_size": 3}', r"\(no do_lower_case, strip_accents\)"),
+    ):
         (again.dir / "litebert_tokenizer.json").write_text(settings)
         with pytest.raises(ValueError, match=message):
             Tokenizer.load(again.dir)
@@ -436,8 +447,11 @@ def test_words_added_in_several_calls_stay_whole_and_errors_name_the_line(tokeni
     settings = json.loads((tmp_path / "two" / "litebert_tokenizer.json").read_text())
     assert settings["added_words"] == invented + list(dict.fromkeys(prefixes))
     words = tmp_path / "words.txt"
-    for line, reason in (("1990,", "ends in a digit and a comma"), ("\u200b", "normalised to ''"),
-                         ("[CLS]", "a special token")):  # fmt: skip
+    for line, reason in (
+        ("1990,", "ends in a digit and a comma"),
+        ("\u200b", "normalised to ''"),
+        ("[CLS]", "a special token"),
+    ):
         words.write_text(f"fine\n\n{line}\n")
         with pytest.raises(ValueError, match=rf"words.txt:3: cannot add .*{re.escape(reason)}"):
             add_words(tokenizer_dir, words, tmp_path / "bad")
@@ -533,9 +547,15 @@ def test_foreign_model_with_sentencepiece_normaliser(tmp_path, corpus_lines):
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter([Normalizer()(line) for line in corpus_lines["moby"][:800] + corpus_lines["ko"]]),
-        model_writer=model, vocab_size=1500, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2,
-    )  # fmt: skip
+        model_writer=model,
+        vocab_size=1500,
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        minloglevel=2,
+    )
     foreign = Tokenizer(model.getvalue(), Normalizer(), tmp_path)
     assert foreign.sp.normalize("ｆｕｌｌ") == "▁full"  # nmt_nfkc is active
     write_hf_files(foreign)

@@ -34,8 +34,9 @@ def train_config(**kw: object) -> TrainConfig:
 def eval_source() -> SyntheticBatches:
     """A held-out pass whose batches split unevenly over 2 ranks is not needed here: sizes divide evenly."""
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    return SyntheticBatches(vocab_size=V, seq_len=T, batch_size=GLOBAL_BATCH, seed=5, num_batches=2, rank=rank,
-                            world_size=world)  # fmt: skip
+    return SyntheticBatches(
+        vocab_size=V, seq_len=T, batch_size=GLOBAL_BATCH, seed=5, num_batches=2, rank=rank, world_size=world
+    )
 
 
 def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
@@ -127,8 +128,14 @@ def test_torchrun_two_processes_match_one_process(tmp_path: Path, parallel: str)
     else:
         assert ranks[0]["refused"] == ""
     torch.set_num_threads(1)
-    single = pretrain(model_config(), train_config(), None, tmp_path / "single", eval_batches=eval_source,
-                      batches=SyntheticBatches(vocab_size=V, seq_len=T, batch_size=GLOBAL_BATCH))  # fmt: skip
+    single = pretrain(
+        model_config(),
+        train_config(),
+        None,
+        tmp_path / "single",
+        eval_batches=eval_source,
+        batches=SyntheticBatches(vocab_size=V, seq_len=T, batch_size=GLOBAL_BATCH),
+    )
     torch.testing.assert_close(torch.tensor(ranks[0]["losses"]), torch.tensor(single.losses), rtol=1e-5, atol=1e-6)
     for key in ("eval_mlm_loss", "eval_sop_loss", "eval_mlm_acc", "eval_masked_tokens"):
         assert ranks[0]["eval"][key] == pytest.approx(single.eval[key], rel=1e-5), key

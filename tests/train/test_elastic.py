@@ -26,8 +26,16 @@ from litebert.data import DataConfig, build
 
 pytestmark = pytest.mark.slow
 
-TINY = {"num_layers": 2, "hidden_size": 32, "embedding_size": 16, "intermediate_size": 64, "num_heads": 2,
-        "hidden_dropout": 0.0, "attention_dropout": 0.0, "classifier_dropout": 0.0}  # fmt: skip
+TINY = {
+    "num_layers": 2,
+    "hidden_size": 32,
+    "embedding_size": 16,
+    "intermediate_size": 64,
+    "num_heads": 2,
+    "hidden_dropout": 0.0,
+    "attention_dropout": 0.0,
+    "classifier_dropout": 0.0,
+}
 SETTINGS = DataConfig(max_seq_length=64, max_predictions_per_seq=10, masking="dynamic", eval_fraction=0.25)
 STEPS, SAVE_EVERY, KILL_AT = 12, 4, 7  # killed in step 7: after the step-4 checkpoint, before step 8
 LIMIT_S = 600  # one launch, restarts included
@@ -80,10 +88,31 @@ def files(tmp_path_factory) -> Path:  # noqa: ANN001
 
 
 def _pretrain_args(files: Path, data: Path, out: Path, parallel: str = "ddp") -> list[str]:
-    return [str(files / "worker.py"), "pretrain", "--config", str(files / "job.json"), "--data", str(data),
-            "--out", str(out), "--max-steps", str(STEPS), "--batch-size", "8", "--save-every", str(SAVE_EVERY),
-            "--eval-every", "100", "--precision", "fp32", "--parallel", parallel, "--no-progress", "--resume",
-            "auto"]  # fmt: skip
+    return [
+        str(files / "worker.py"),
+        "pretrain",
+        "--config",
+        str(files / "job.json"),
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--max-steps",
+        str(STEPS),
+        "--batch-size",
+        "8",
+        "--save-every",
+        str(SAVE_EVERY),
+        "--eval-every",
+        "100",
+        "--precision",
+        "fp32",
+        "--parallel",
+        parallel,
+        "--no-progress",
+        "--resume",
+        "auto",
+    ]
 
 
 def _env(marks: Path, **extra: str) -> dict[str, str]:
@@ -94,8 +123,9 @@ def _env(marks: Path, **extra: str) -> dict[str, str]:
 
 def _start(launcher: list[str], args: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "torch.distributed.run", *launcher, *args]
-    return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
 
 
 def _wait(proc: subprocess.Popen, limit_s: float = LIMIT_S) -> tuple[int, str, float]:
@@ -188,8 +218,20 @@ def test_two_nodes_on_loopback_train_as_one_node(
     """Two launches of `torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d` (two machines, here one on
     loopback) sharing --out and --data: the same losses and weights as one node of two processes."""
     out, port = tmp_path / "run", _free_port()
-    launcher = ["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint",
-                f"127.0.0.1:{port}", "--rdzv-id", "two-nodes", "--local-addr", "127.0.0.1"]  # fmt: skip
+    launcher = [
+        "--nnodes",
+        "2",
+        "--nproc-per-node",
+        "1",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--rdzv-id",
+        "two-nodes",
+        "--local-addr",
+        "127.0.0.1",
+    ]
     env = _env(tmp_path / "marks")
     nodes = [_start(launcher, _pretrain_args(files, data_dir, out), env) for _ in range(2)]
     results = [_wait(node) for node in nodes]
@@ -230,8 +272,13 @@ def test_a_restarted_worker_that_cannot_continue_fails_the_whole_job_fast(
     (elsewhere / "data" / "manifest.json").write_text(json.dumps(manifest))
     out = tmp_path / "run"
     args = _pretrain_args(files, Path("data"), out)
-    env = _env(tmp_path / "marks", LB_KILL_AT=str(KILL_AT), LB_KILL_RANK="1", LB_ELSEWHERE=str(elsewhere),
-               LB_ELSEWHERE_RANK="1")  # fmt: skip
+    env = _env(
+        tmp_path / "marks",
+        LB_KILL_AT=str(KILL_AT),
+        LB_KILL_RANK="1",
+        LB_ELSEWHERE=str(elsewhere),
+        LB_ELSEWHERE_RANK="1",
+    )
     rc, log, seconds = _torchrun(args, env, restarts=1, cwd=here)
     assert rc != 0, log[-4000:]
     assert (tmp_path / "marks" / "start_1_0").exists()  # the refusal came after the restart

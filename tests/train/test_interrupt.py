@@ -53,8 +53,9 @@ def _one_thread():
 
 def _start(script: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _train_records(run: Path) -> int:
@@ -120,12 +121,35 @@ FINETUNE = textwrap.dedent(
 )
 
 
-def test_a_signalled_finetuning_saves_its_step_and_resumes_to_the_same_results(model_dir: Path, tmp_path: Path,
-                                                                                capsys) -> None:  # noqa: ANN001  # fmt: skip
+def test_a_signalled_finetuning_saves_its_step_and_resumes_to_the_same_results(
+    model_dir: Path, tmp_path: Path, capsys
+) -> None:  # noqa: ANN001
     data = str(FIXTURES / "sst2.tsv")
-    argv = ["finetune", "--task", "classification", "--train", data, "--dev", data, "--init", str(model_dir),
-            "--max-steps", "30", "--eval-every", "4", "--save-every", "3", "--batch-size", "4", "--lr", "1e-3",
-            "--max-seq-length", "32", "--seed", "3"]  # fmt: skip
+    argv = [
+        "finetune",
+        "--task",
+        "classification",
+        "--train",
+        data,
+        "--dev",
+        data,
+        "--init",
+        str(model_dir),
+        "--max-steps",
+        "30",
+        "--eval-every",
+        "4",
+        "--save-every",
+        "3",
+        "--batch-size",
+        "4",
+        "--lr",
+        "1e-3",
+        "--max-seq-length",
+        "32",
+        "--seed",
+        "3",
+    ]
     out = tmp_path / "signalled"
     proc = _start(FINETUNE.format(argv=[*argv, "--out", str(out)]))
     _wait_for(lambda: any(p.name >= "step_00000006" for p in list_checkpoints(out)), proc)

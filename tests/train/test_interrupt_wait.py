@@ -39,8 +39,13 @@ SCRIPT = textwrap.dedent(
 def test_a_step_that_never_ends_is_given_up_after_the_wait_with_the_last_checkpoint_named(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "LITEBERT_STOP_WAIT": "2"}
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT.format(tests=str(TESTS), out=str(out))], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT.format(tests=str(TESTS), out=str(out))],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while not list_checkpoints(out) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)

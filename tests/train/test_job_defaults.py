@@ -20,16 +20,25 @@ from litebert.train.rundir import _say
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "litebert"
 # Options of other tools that messages and docstrings name: torchrun's, git's, and flags.py's placeholders.
-FOREIGN = {"--nnodes", "--nproc-per-node", "--nproc_per_node", "--max-restarts", "--standalone", "--short", "--flag",
-           "--no-flag"}  # fmt: skip
+FOREIGN = {
+    "--nnodes",
+    "--nproc-per-node",
+    "--nproc_per_node",
+    "--max-restarts",
+    "--standalone",
+    "--short",
+    "--flag",
+    "--no-flag",
+}
 TINY = {"num_layers": 1, "hidden_size": 32, "embedding_size": 16, "intermediate_size": 64, "num_heads": 2}
 
 
 @pytest.fixture(scope="module")
 def data_dir(tokenizer_dir: Path, moby_dick: Path, tmp_path_factory) -> Path:  # noqa: ANN001
     out = tmp_path_factory.mktemp("data") / "data"
-    build(sorted(moby_dick.glob("chapter_*.txt"))[:2], tokenizer_dir, out, DataConfig(max_seq_length=64),
-          progress=False)  # fmt: skip
+    build(
+        sorted(moby_dick.glob("chapter_*.txt"))[:2], tokenizer_dir, out, DataConfig(max_seq_length=64), progress=False
+    )
     return out
 
 
@@ -50,8 +59,24 @@ def test_flags_a_config_file_and_the_python_api_train_with_the_same_settings(
     tmp_path: Path, data_dir: Path, trained: list[tuple]
 ) -> None:
     settings = {"max_steps": 7, "lr": 0.003, "batch_size": 4, "warmup_steps": 2, "precision": "fp32", "seed": 3}
-    flags = ["--data", str(data_dir), "--preset", "albert-base", "--max-steps", "7", "--lr", "0.003",
-             "--batch-size", "4", "--warmup-steps", "2", "--precision", "fp32", "--seed", "3"]  # fmt: skip
+    flags = [
+        "--data",
+        str(data_dir),
+        "--preset",
+        "albert-base",
+        "--max-steps",
+        "7",
+        "--lr",
+        "0.003",
+        "--batch-size",
+        "4",
+        "--warmup-steps",
+        "2",
+        "--precision",
+        "fp32",
+        "--seed",
+        "3",
+    ]
     assert main(["pretrain", *flags, "--out", str(tmp_path / "flags")]) == 130
     config = tmp_path / "job.json"
     config.write_text(json.dumps({"data_dir": str(data_dir), "preset": "albert-base", "train": settings}))
@@ -70,8 +95,12 @@ def test_a_job_on_its_own_data_or_preset_starts_from_the_dataclasses_defaults(da
     assert embedded.is_default_run
     assert embedded.train == TrainConfig(**DEFAULT_TRAIN) and embedded.data == DataConfig(**DEFAULT_DATA)
     assert embedded.defaults("model") == DEFAULT_MODEL
-    for own in (PretrainJob(data_dir=str(data_dir)), PretrainJob(preset="albert-base"),
-                PretrainJob(corpus=["a.txt"]), PretrainJob.from_dict({"preset": "base"})):  # fmt: skip
+    for own in (
+        PretrainJob(data_dir=str(data_dir)),
+        PretrainJob(preset="albert-base"),
+        PretrainJob(corpus=["a.txt"]),
+        PretrainJob.from_dict({"preset": "base"}),
+    ):
         assert not own.is_default_run and own.defaults("model") == {}
         assert own.train == TrainConfig() and own.data == DataConfig()
     # a --config file's sections are fields over the job's defaults: the embedded run's for the embedded run

@@ -28,15 +28,23 @@ def _examples(n: int, seed: int) -> ExampleBatch:
         seqs.append(np.concatenate(([CLS], body[:la], [SEP], body[la:], [SEP])))
         a_len.append(la + 2)
     offsets = np.concatenate(([0], np.cumsum([len(s) for s in seqs])))
-    return ExampleBatch(input_ids=np.concatenate(seqs).astype(np.int32), offsets=offsets,
-                        a_len=np.array(a_len), label=label)  # fmt: skip
+    return ExampleBatch(
+        input_ids=np.concatenate(seqs).astype(np.int32), offsets=offsets, a_len=np.array(a_len), label=label
+    )
 
 
 @pytest.fixture(scope="module")
 def model() -> litebert.AlbertForPretraining:
     torch.manual_seed(0)
-    config = litebert.ModelConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_layers=2, num_heads=4,
-                                  intermediate_size=64, max_position=64)  # fmt: skip
+    config = litebert.ModelConfig(
+        vocab_size=120,
+        embedding_size=16,
+        hidden_size=32,
+        num_layers=2,
+        num_heads=4,
+        intermediate_size=64,
+        max_position=64,
+    )
     return litebert.AlbertForPretraining(config)
 
 

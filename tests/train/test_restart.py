@@ -36,9 +36,26 @@ def data_dir(tokenizer_dir: Path, moby_dick: Path, tmp_path_factory) -> Path:  #
 def _command(tmp_path: Path, data: Path, out: Path) -> list[str]:
     config = tmp_path / "job.json"
     config.write_text(json.dumps({"model": TINY, "train": {"eval_batches": 2, "log_every": 1}}))
-    return ["pretrain", "--config", str(config), "--data", str(data), "--out", str(out), "--max-steps", "4",
-            "--batch-size", "4", "--save-every", "2", "--eval-every", "4", "--no-progress", "--resume",
-            "auto"]  # fmt: skip
+    return [
+        "pretrain",
+        "--config",
+        str(config),
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--max-steps",
+        "4",
+        "--batch-size",
+        "4",
+        "--save-every",
+        "2",
+        "--eval-every",
+        "4",
+        "--no-progress",
+        "--resume",
+        "auto",
+    ]
 
 
 def _interrupt_at_batch(monkeypatch: pytest.MonkeyPatch, stop: int) -> None:
@@ -84,9 +101,13 @@ def test_resume_auto_starts_continues_finishes_and_refuses_another_job(
     other = [*_command(tmp_path, data_dir, cut), *changed]
     assert main(other) == 2
     err = capsys.readouterr().err
-    for said in ("--preset 'albert-base' (the run has 'tiny')", "--lr 0.5 (train.lr; the run has 0.00176)",
-                 "--seed 3 (train.seed; the run has 0)", "--max-steps 6 (train.max_steps; the run has 4)",
-                 "continue it with changed settings with --resume"):  # fmt: skip
+    for said in (
+        "--preset 'albert-base' (the run has 'tiny')",
+        "--lr 0.5 (train.lr; the run has 0.00176)",
+        "--seed 3 (train.seed; the run has 0)",
+        "--max-steps 6 (train.max_steps; the run has 4)",
+        "continue it with changed settings with --resume",
+    ):
         assert said in err, said
     assert (cut / "metrics.jsonl").read_text() == before
     # how often it saves or logs is not the job: continued (here: finished already); other data is

@@ -100,8 +100,11 @@ def _poisoned_objective() -> Objective:
         scale = batch.pop("scale")
         return model(**batch).loss * scale, torch.zeros(0)
 
-    return Objective(loss=loss, prepare=lambda batch: (batch, np.zeros(1)),
-                     row=lambda loss, device, host, grad_norm, lr: {"loss": loss, "grad_norm": grad_norm})  # fmt: skip
+    return Objective(
+        loss=loss,
+        prepare=lambda batch: (batch, np.zeros(1)),
+        row=lambda loss, device, host, grad_norm, lr: {"loss": loss, "grad_norm": grad_norm},
+    )
 
 
 def test_a_non_finite_step_and_every_later_one_leave_weights_and_moments_alone() -> None:
@@ -166,8 +169,9 @@ def test_a_failing_source_fails_the_loop_at_the_batch_that_failed() -> None:
 
 def test_the_checkpoint_records_the_batches_its_steps_consumed(tmp_path: Path) -> None:
     batches = SyntheticBatches(vocab_size=V, seq_len=T, batch_size=4)
-    pretrain(model_config(), train_config(max_steps=6, save_every=3, grad_accum=2), None, tmp_path / "r",
-             batches=batches)  # fmt: skip
+    pretrain(
+        model_config(), train_config(max_steps=6, save_every=3, grad_accum=2), None, tmp_path / "r", batches=batches
+    )
     state = torch.load(tmp_path / "r" / "checkpoints" / "step_00000003" / "trainer.pt", weights_only=True)
     assert state["data"] == [{"index": 6, "seed": 0}]  # 3 steps x 2 micro-batches, whatever was built ahead
     records = [json.loads(line) for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]

@@ -34,8 +34,9 @@ def eval_source() -> SyntheticBatches:
 
 def run(out: Path, *, stop: int | None = None, resume: bool = False, **kw: object):  # noqa: ANN201
     batches = Interrupted(SyntheticBatches(vocab_size=V, seq_len=T, batch_size=4), stop)
-    return pretrain(model_config(), train_config(**kw), None, out, batches=batches, eval_batches=eval_source,
-                    resume=resume)  # fmt: skip
+    return pretrain(
+        model_config(), train_config(**kw), None, out, batches=batches, eval_batches=eval_source, resume=resume
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -63,8 +64,9 @@ def test_resume_after_interrupt_is_bit_identical(tmp_path: Path) -> None:
     b = litebert.load(resumed.model_dir).state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
     steps = [json.loads(x)["step"] for x in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()]
-    assert [s for s in steps if s] == [json.loads(x)["step"] for x in
-                                       (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]  # fmt: skip
+    assert [s for s in steps if s] == [
+        json.loads(x)["step"] for x in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()
+    ]
 
 
 def test_a_run_directory_in_use_is_refused(tmp_path: Path) -> None:
@@ -129,8 +131,13 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path: Path) -> None:
 def test_grad_accumulation_matches_one_big_batch(tmp_path: Path) -> None:
     mc = model_config(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0)
     kw = dict(max_steps=3, save_every=10, eval_every=10)
-    big = pretrain(mc, train_config(batch_size=8, **kw), None, tmp_path / "big",
-                   batches=SyntheticBatches(vocab_size=V, seq_len=T, batch_size=8))  # fmt: skip
+    big = pretrain(
+        mc,
+        train_config(batch_size=8, **kw),
+        None,
+        tmp_path / "big",
+        batches=SyntheticBatches(vocab_size=V, seq_len=T, batch_size=8),
+    )
     # Global batch k of size 8 = micro-batches 2k, 2k+1 of size 4 only if the source is read that way, so
     # build the accumulated source from the halves of the same global batches.
     halves = SyntheticBatches(vocab_size=V, seq_len=T, batch_size=8, world_size=2)
@@ -294,8 +301,13 @@ def test_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path: Path, monke
         NonFiniteLossError,
         match=r"pretraining loss nan at step 4: stopped before updating the weights; start again with a lower --lr",
     ):
-        pretrain(model_config(), train_config(save_every=10), None, tmp_path / "nan2",
-                 batches=Poisoned(vocab_size=V, seq_len=T, batch_size=4))  # fmt: skip
+        pretrain(
+            model_config(),
+            train_config(save_every=10),
+            None,
+            tmp_path / "nan2",
+            batches=Poisoned(vocab_size=V, seq_len=T, batch_size=4),
+        )
 
 
 def test_a_nan_gradient_under_a_finite_loss_stops_before_the_weights_change(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
@@ -316,8 +328,9 @@ def test_refuses_existing_run_without_resume_and_foreign_model_config(tmp_path: 
         run(tmp_path / "r", max_steps=2)
     batches = SyntheticBatches(vocab_size=V, seq_len=T, batch_size=4)
     with pytest.raises(ValueError, match=r"model config differs.*hidden_size: 32 vs 48"):
-        pretrain(model_config(hidden_size=48), train_config(max_steps=4), None, tmp_path / "r", batches=batches,
-                 resume=True)  # fmt: skip
+        pretrain(
+            model_config(hidden_size=48), train_config(max_steps=4), None, tmp_path / "r", batches=batches, resume=True
+        )
     with pytest.raises(FileNotFoundError, match="no complete checkpoint"):
         run(tmp_path / "empty", resume=True)
     after = {p: p.read_bytes() for p in (tmp_path / "r").rglob("*") if p.is_file()}
@@ -370,8 +383,9 @@ def test_evaluate_counts_and_baselines() -> None:
             logits = torch.zeros(*masked_labels.shape, 10)
             logits[..., 7] = 1.0
             sop = torch.tensor([[0.0, 1.0]]).expand(len(sentence_order_label), 2)
-            return SimpleNamespace(mlm_logits=logits, sop_logits=sop, mlm_loss=torch.tensor(2.0),
-                                   sop_loss=torch.tensor(0.5))  # fmt: skip
+            return SimpleNamespace(
+                mlm_logits=logits, sop_logits=sop, mlm_loss=torch.tensor(2.0), sop_loss=torch.tensor(0.5)
+            )
 
     batch = {
         "masked_labels": torch.tensor([[7, 7, 3, -100], [7, 5, -100, -100]]),
@@ -388,9 +402,14 @@ def test_evaluate_counts_and_baselines() -> None:
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"inner_group_num": 2}, {"num_hidden_groups": 2, "inner_group_num": 2}, {"sharing": "none"},
-     {"embedding_size": 128}],
-)  # fmt: skip
+    [
+        {},
+        {"inner_group_num": 2},
+        {"num_hidden_groups": 2, "inner_group_num": 2},
+        {"sharing": "none"},
+        {"embedding_size": 128},
+    ],
+)
 def test_train_flops_count_every_block_run(overrides):
     """The FLOPs logged per step are 3x the forward matmuls torch's own counter sees, grouped blocks included."""
     from torch.utils.flop_counter import FlopCounterMode
@@ -440,8 +459,12 @@ def test_step_tokens_are_the_real_ones_not_the_padding() -> None:
     mask = torch.ones(2, 8, dtype=torch.long)
     mask[1, 5:] = 0
     labels = torch.tensor([[3, -100], [4, 5]])
-    batch = {"input_ids": torch.ones(2, 8, dtype=torch.long), "attention_mask": mask, "masked_labels": labels,
-             "sentence_order_label": torch.tensor([0, -100])}  # fmt: skip
+    batch = {
+        "input_ids": torch.ones(2, 8, dtype=torch.long),
+        "attention_mask": mask,
+        "masked_labels": labels,
+        "sentence_order_label": torch.tensor([0, -100]),
+    }
     prepared, host = prepare_batch(batch)
     assert host.tolist() == [2, 13, 3, 1]  # sequences, real tokens, masked positions, pair labels
     assert prepared["real_tokens"].index.tolist() == [*range(8), 8, 9, 10, 11, 12]  # where the model computes

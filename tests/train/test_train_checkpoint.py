@@ -26,8 +26,7 @@ def _save(run: Path, step: int, metric: float | None = None, keep_last: int = 2)
         (d / "model.safetensors").write_bytes(bytes([step % 256]) * 64)
 
     state = {"step": step, "rng": torch.get_rng_state(), "data": {"batch": step}}
-    return save_checkpoint(run, step, write_model=write_model, trainer_state=state, metric=metric,
-                           keep_last=keep_last)  # fmt: skip
+    return save_checkpoint(run, step, write_model=write_model, trainer_state=state, metric=metric, keep_last=keep_last)
 
 
 def test_checkpoints_keep_last_k_and_best(tmp_path: Path) -> None:

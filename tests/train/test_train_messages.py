@@ -35,9 +35,12 @@ def test_a_crafted_trainer_state_is_not_a_litebert_checkpoint(tmp_path):
     # torch's UnpicklingError suggested weights_only=False: to unpickle what litebert never saves
     state = {"step": 2, "optimizer": Crafted()}  # an object beyond tensors and plain containers
     ckpt = save_checkpoint(tmp_path, 2, write_model=lambda d: None, trainer_state=state)
-    with pytest.raises(ValueError, match=rf"{ckpt / 'trainer.pt'}: not a litebert checkpoint's trainer state: it "
-                       "holds objects other than tensors and plain containers, which litebert never saves and will "
-                       r"not unpickle \(UnpicklingError\)$"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"{ckpt / 'trainer.pt'}: not a litebert checkpoint's trainer state: it "
+        "holds objects other than tensors and plain containers, which litebert never saves and will "
+        r"not unpickle \(UnpicklingError\)$",
+    ):
         load_trainer_state(ckpt)
 
 
@@ -51,8 +54,11 @@ def test_a_corrupt_spiece_model_is_said_to_be_one(tokenizer_dir, moby_dick, tmp_
     model = data / "tokenizer" / "spiece.model"
     model.write_bytes(model.read_bytes()[:3000])
     config = litebert.preset("tiny", vocab_size=3000)
-    with pytest.raises(ValueError, match=rf"{model}: not a SentencePiece model, or a damaged one .*; train the "
-                       "tokenizer again, or copy it back"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"{model}: not a SentencePiece model, or a damaged one .*; train the "
+        "tokenizer again, or copy it back",
+    ):
         check_data(data, config, data / "tokenizer")
     tok = tmp_path / "tok"
     shutil.copytree(tokenizer_dir, tok)
@@ -63,8 +69,11 @@ def test_a_corrupt_spiece_model_is_said_to_be_one(tokenizer_dir, moby_dick, tmp_
 
 def test_a_metrics_line_that_is_not_utf8_is_skipped_and_named(tmp_path):
     # UnicodeDecodeError, which did not name the file
-    lines = [b'{"step": 1, "split": "train", "loss": 2.5}', b'{"step": 2, "split": "tr\xffain", "loss": 2.0}',
-             b'{"step": 3, "split": "train", "loss": 1.5}']  # fmt: skip
+    lines = [
+        b'{"step": 1, "split": "train", "loss": 2.5}',
+        b'{"step": 2, "split": "tr\xffain", "loss": 2.0}',
+        b'{"step": 3, "split": "train", "loss": 1.5}',
+    ]
     (tmp_path / "metrics.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     with pytest.warns(UserWarning, match=rf"{tmp_path / 'metrics.jsonl'}: 1 line\(s\) skipped .*\(first: line 2\)"):
         records = read_metrics(tmp_path)

@@ -51,8 +51,18 @@ def test_cli_pretrain_on_a_built_data_dir_then_resume(
     tmp_path: Path, data_dir: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture
 ) -> None:
     run = tmp_path / "run"
-    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",
-            str(tokenizer_dir), "--out", str(run), *FAST]  # fmt: skip
+    args = [
+        "pretrain",
+        "--config",
+        str(_config_file(tmp_path)),
+        "--data",
+        str(data_dir),
+        "--tokenizer",
+        str(tokenizer_dir),
+        "--out",
+        str(run),
+        *FAST,
+    ]
     assert main(args) == 0
     model = litebert.load(run / "model")  # the final model, with its tokenizer beside it
     with pytest.raises(FileNotFoundError, match="a pretraining run keeps its model in"):
@@ -69,8 +79,9 @@ def test_cli_pretrain_on_a_built_data_dir_then_resume(
     assert main(["pretrain", "--out", str(run), "--resume", "--preset", "albert-base", "--max-steps", "5"]) == 2
     assert "--preset cannot change them" in capsys.readouterr().err
     with pytest.warns(UserWarning, match=r"changed settings \{'grad_accum': 2, 'max_steps .*': '3 -> 5'\}.*will not"):
-        assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "5", "--grad-accum", "2",
-                     "--precision", "auto", "--no-progress"]) == 0  # fmt: skip  # auto: the precision it resolved to
+        # auto: the precision it resolved to
+        args = ["--max-steps", "5", "--grad-accum", "2", "--precision", "auto", "--no-progress"]
+        assert main(["pretrain", "--out", str(run), "--resume", *args]) == 0
     steps = [r["step"] for r in (json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines())]
     assert steps[-1] == 5 and json.loads((run / "run_config.json").read_text())["train"]["max_steps"] == 5  # kept
 
@@ -86,8 +97,18 @@ def test_a_run_killed_before_its_first_checkpoint_or_before_its_model(
         return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
     run = tmp_path / "run"
-    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",
-            str(tokenizer_dir), "--out", str(run), *FAST]  # fmt: skip
+    args = [
+        "pretrain",
+        "--config",
+        str(_config_file(tmp_path)),
+        "--data",
+        str(data_dir),
+        "--tokenizer",
+        str(tokenizer_dir),
+        "--out",
+        str(run),
+        *FAST,
+    ]
     assert main(args) == 0
     weights = load_file(run / "model" / "model.safetensors")
     evaluation = json.loads((run / "eval.json").read_text())
@@ -139,8 +160,19 @@ def test_pretrain_reads_a_corpus_as_text_prepare_would(tmp_path: Path, corpora: 
     read = {"documents": "file", "blank_lines_wrap": True}  # a config file's read section, and a flag over it
     config.write_text(json.dumps({"model": TINY, "data": {"eval_fraction": 0.3, "max_seq_length": 64}, "read": read}))
     bills = sorted((corpora / "ko" / "kobill").glob("*.txt"))[:6]
-    args = ["pretrain", "--config", str(config), "--corpus", *map(str, bills), "--join-lines", "--vocab-size",
-            "700", "--out", str(run), *FAST]  # fmt: skip
+    args = [
+        "pretrain",
+        "--config",
+        str(config),
+        "--corpus",
+        *map(str, bills),
+        "--join-lines",
+        "--vocab-size",
+        "700",
+        "--out",
+        str(run),
+        *FAST,
+    ]
     assert main(args) == 0
     manifest = json.loads((run / "prep" / "data" / "manifest.json").read_text())
     assert sum(manifest["documents"].values()) == 6 and manifest["vocab_size"] == 700
@@ -153,22 +185,68 @@ def test_pretrain_reads_a_corpus_as_text_prepare_would(tmp_path: Path, corpora: 
 def test_data_built_with_another_tokenizer_is_refused(
     tmp_path: Path, data_dir: Path, tokenizer_dir: Path, other_tokenizer: Path
 ) -> None:
-    job = PretrainJob(model=TINY, data_dir=str(data_dir), tokenizer=str(other_tokenizer),
-                      train=TrainConfig(max_steps=2, batch_size=4, progress=False))  # fmt: skip
+    job = PretrainJob(
+        model=TINY,
+        data_dir=str(data_dir),
+        tokenizer=str(other_tokenizer),
+        train=TrainConfig(max_steps=2, batch_size=4, progress=False),
+    )
     with pytest.raises(ValueError, match=r"manifest.json: data built with tokenizer sha256 .* rebuild the data"):
         run_job(job, tmp_path / "run")
     assert not (tmp_path / "run").exists()  # nothing written
     # --init-from a model whose stored tokenizer is not the data's: refused the same way.
     trained = tmp_path / "trained"
-    assert main(["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",
-                 str(tokenizer_dir), "--out", str(trained), *FAST]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "pretrain",
+                "--config",
+                str(_config_file(tmp_path)),
+                "--data",
+                str(data_dir),
+                "--tokenizer",
+                str(tokenizer_dir),
+                "--out",
+                str(trained),
+                *FAST,
+            ]
+        )
+        == 0
+    )
     litebert.save(litebert.load(trained / "model"), tmp_path / "foreign", tokenizer_dir=other_tokenizer)
-    rc = main(["pretrain", "--init-from", str(tmp_path / "foreign"), "--data", str(data_dir), "--out",
-               str(tmp_path / "again"), "--config", str(_config_file(tmp_path, model=False)), *FAST])  # fmt: skip
+    rc = main(
+        [
+            "pretrain",
+            "--init-from",
+            str(tmp_path / "foreign"),
+            "--data",
+            str(data_dir),
+            "--out",
+            str(tmp_path / "again"),
+            "--config",
+            str(_config_file(tmp_path, model=False)),
+            *FAST,
+        ]
+    )
     assert rc == 2 and not (tmp_path / "again").exists()
     # ... and with the matching tokenizer, continued pretraining from the model works.
-    assert main(["pretrain", "--init-from", str(trained / "model"), "--data", str(data_dir), "--out",
-                 str(tmp_path / "cont"), "--config", str(_config_file(tmp_path, model=False)), *FAST]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "pretrain",
+                "--init-from",
+                str(trained / "model"),
+                "--data",
+                str(data_dir),
+                "--out",
+                str(tmp_path / "cont"),
+                "--config",
+                str(_config_file(tmp_path, model=False)),
+                *FAST,
+            ]
+        )
+        == 0
+    )
 
 
 def test_config_file_errors_name_the_field(tmp_path: Path, capsys) -> None:  # noqa: ANN001
@@ -261,14 +339,23 @@ def test_continue_pretraining_after_add_words_grows_the_model(
     from litebert.train.rundir import RunFiles
 
     run = tmp_path / "base"
-    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--tokenizer",
-            str(tokenizer_dir), "--out", str(run), *FAST]  # fmt: skip
+    args = [
+        "pretrain",
+        "--config",
+        str(_config_file(tmp_path)),
+        "--data",
+        str(data_dir),
+        "--tokenizer",
+        str(tokenizer_dir),
+        "--out",
+        str(run),
+        *FAST,
+    ]
     assert main(args) == 0
     grown, added = add_words(tokenizer_dir, ["harpooneerz", "spermacetiq"], tmp_path / "tok2")
     assert len(added) == 2
     data2 = tmp_path / "data2"
-    build(chapters, tmp_path / "tok2", data2, DataConfig(max_seq_length=64, max_predictions_per_seq=10),
-          progress=False)  # fmt: skip
+    build(chapters, tmp_path / "tok2", data2, DataConfig(max_seq_length=64, max_predictions_per_seq=10), progress=False)
     # the run's first model: the base model with two new embedding rows, every old weight bit for bit
     base = litebert.load(run / "model")
     files = RunFiles(run_dir=tmp_path / "x", tokenizer_dir=tmp_path / "tok2", init_from=run / "model")
@@ -279,8 +366,7 @@ def test_continue_pretraining_after_add_words_grows_the_model(
     assert new[emb].shape[0] == base.config.vocab_size + 2 and torch.equal(new[emb][: base.config.vocab_size], old[emb])
     assert all(torch.equal(old[k], new[k]) for k in old if k not in (emb, "mlm_head.bias"))
     # ...and the command takes that route from --init-from, with the tokenizer the data was built with
-    args = ["pretrain", "--init-from", str(run / "model"), "--data", str(data2), "--out", str(tmp_path / "cont"),
-            *FAST]  # fmt: skip
+    args = ["pretrain", "--init-from", str(run / "model"), "--data", str(data2), "--out", str(tmp_path / "cont"), *FAST]
     assert main(args) == 0
     assert litebert.load(tmp_path / "cont" / "model").config.vocab_size == grown.vocab_size
     # a tokenizer that is not an extension of the model's is refused, naming it
@@ -296,8 +382,16 @@ def test_bad_paths_are_named_and_leave_nothing_behind(tmp_path: Path, data_dir: 
     assert "nope: not a tokenizer directory (no spiece.model); check --tokenizer" in capsys.readouterr().err
     assert not run.exists()
     (tmp_path / "file").write_text("x")
-    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data_dir), "--out",
-            str(tmp_path / "file"), *FAST]  # fmt: skip
+    args = [
+        "pretrain",
+        "--config",
+        str(_config_file(tmp_path)),
+        "--data",
+        str(data_dir),
+        "--out",
+        str(tmp_path / "file"),
+        *FAST,
+    ]
     assert main(args) == 2
     assert "file: a file, not a directory; --out names the run directory" in capsys.readouterr().err
     short = tmp_path / "short.json"  # positions for 32 tokens; the data holds 64
@@ -311,8 +405,9 @@ def test_bad_paths_are_named_and_leave_nothing_behind(tmp_path: Path, data_dir: 
         assert "'fp16' needs a CUDA device" in capsys.readouterr().err and not run.exists()
 
 
-def test_a_corpus_run_is_refused_before_its_tokenizer_and_data_are_made(tmp_path: Path, moby_dick: Path,
-                                                                       capsys) -> None:  # noqa: ANN001  # fmt: skip
+def test_a_corpus_run_is_refused_before_its_tokenizer_and_data_are_made(
+    tmp_path: Path, moby_dick: Path, capsys
+) -> None:  # noqa: ANN001
     corpus = str(moby_dick / "chapter_1.txt")
     bad_model = tmp_path / "job.json"
     bad_model.write_text(json.dumps({"model": {"hidden_size": 30, "num_heads": 4}}))
@@ -330,8 +425,9 @@ def test_a_corpus_run_is_refused_before_its_tokenizer_and_data_are_made(tmp_path
         assert not run.exists(), name  # refused before a tokenizer was trained into RUN_DIR/prep
 
 
-def test_data_dir_carries_its_tokenizer_and_a_failed_start_can_be_rerun(tmp_path: Path, data_dir: Path,
-                                                                         tokenizer_dir: Path) -> None:  # fmt: skip
+def test_data_dir_carries_its_tokenizer_and_a_failed_start_can_be_rerun(
+    tmp_path: Path, data_dir: Path, tokenizer_dir: Path
+) -> None:
     assert (data_dir / "tokenizer" / "spiece.model").read_bytes() == (tokenizer_dir / "spiece.model").read_bytes()
     run = tmp_path / "run"
     run.mkdir()
@@ -373,8 +469,18 @@ def test_data_without_held_out_examples_trains_and_writes_its_model(
     assert main(["pretrain", "--out", str(run), "--resume", "--no-progress"]) == 2
     assert "already at step 3 of max_steps 3" in capsys.readouterr().err
     examples = sum(json.loads((data / "manifest.json").read_text())["splits"]["train"]["shard_examples"])
-    args = ["pretrain", "--config", str(_config_file(tmp_path)), "--data", str(data), "--out", str(tmp_path / "big"),
-            *FAST, "--batch-size", str(examples + 1)]  # fmt: skip
+    args = [
+        "pretrain",
+        "--config",
+        str(_config_file(tmp_path)),
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "big"),
+        *FAST,
+        "--batch-size",
+        str(examples + 1),
+    ]
     assert main(args) == 2  # refused before any allocation, not killed by the OOM killer
     assert f"--batch-size {examples + 1} exceeds the {examples:,} training examples" in capsys.readouterr().err
 

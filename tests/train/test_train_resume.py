@@ -100,9 +100,14 @@ def test_resume_refuses_another_optimizer(finished_run: Path, tmp_path: Path, ca
 
 
 def test_resume_reads_the_run_s_own_data_from_any_directory(
-    tmp_path: Path, data_dir: Path, tokenizer_dir: Path, chapters: list[Path], config_file: Path,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
-) -> None:  # fmt: skip
+    tmp_path: Path,
+    data_dir: Path,
+    tokenizer_dir: Path,
+    chapters: list[Path],
+    config_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
     monkeypatch.chdir(data_dir.parent)
     run = tmp_path / "run"
     assert main(["pretrain", "--config", str(config_file), "--data", "data", "--out", str(run), *FAST]) == 0
@@ -124,10 +129,29 @@ def test_resume_reads_the_run_s_own_data_from_any_directory(
     args[-2] = str(tmp_path / "moved")
     assert main(args) == 0
     (tmp_path / "copies").mkdir()
-    build([shutil.copy(c, tmp_path / "copies") for c in chapters[:4]], tokenizer_dir, tmp_path / "rebuilt", SETTINGS,
-          progress=False)  # fmt: skip
-    assert main(["pretrain", "--out", str(run), "--resume", "--max-steps", "6", "--data", str(tmp_path / "rebuilt"),
-                 "--no-progress"]) == 0  # fmt: skip
+    build(
+        [shutil.copy(c, tmp_path / "copies") for c in chapters[:4]],
+        tokenizer_dir,
+        tmp_path / "rebuilt",
+        SETTINGS,
+        progress=False,
+    )
+    assert (
+        main(
+            [
+                "pretrain",
+                "--out",
+                str(run),
+                "--resume",
+                "--max-steps",
+                "6",
+                "--data",
+                str(tmp_path / "rebuilt"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
 
 
 def test_init_from_refuses_a_tokenizer_that_does_not_extend_its_own(

@@ -20,8 +20,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("corpus", nargs="+", help="files or directories (raw text, read like `text prepare`)")
     build.add_argument("--tokenizer", required=True, help="tokenizer directory (spiece.model)")
     build.add_argument("--out", required=True, help="output directory (resumed if it holds the same build)")
-    build.add_argument("--workers", type=int, default=1, metavar="N",
-                       help="processes; the output is the same for any number (default: %(default)s)")  # fmt: skip
+    build.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes; the output is the same for any number (default: %(default)s)",
+    )
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_config_flags(build, DataConfig, title="examples (DataConfig)")
     add_read_options(build)

@@ -11,8 +11,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     help_ = "a model as an ONNX bundle (onnxruntime, transformers.js, Optimum), optionally int8"
     p = sub.add_parser("export", help=help_)
     formats = p.add_subparsers(dest="format", required=True, metavar="FORMAT")
-    o = formats.add_parser("onnx", help="onnx/model.onnx (+ model_quantized.onnx with --int8), config.json with the "
-                                        "labels, tokenizer.json")  # fmt: skip
+    o = formats.add_parser(
+        "onnx", help="onnx/model.onnx (+ model_quantized.onnx with --int8), config.json with the labels, tokenizer.json"
+    )
     o.add_argument("model_dir", type=Path, help="a litebert model directory or a fine-tuned OUT/best")
     o.add_argument("out_dir", type=Path, help="the bundle's directory (new or empty)")
     int8 = "also write onnx/model_quantized.onnx: int8 weights, each shared matrix quantised once"

@@ -14,9 +14,11 @@ from litebert.finetune.tasks.squad_eval import METRICS
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("finetune", help="fine-tune a pretrained model on a task; best dev checkpoint in OUT/best")
     add_config_flags(p, FinetuneConfig, title="the run (FinetuneConfig)", note=_task_note)
-    p.add_argument("--resume", action="store_true",
-                   help="continue OUT from its newest checkpoint, with the run's own settings (only --device may "
-                        "change)")  # fmt: skip
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue OUT from its newest checkpoint, with the run's own settings (only --device may change)",
+    )
     p.set_defaults(func=_finetune)
 
     e = sub.add_parser("evaluate", help="score SQuAD predictions (official metric) or a fine-tuned model")
@@ -24,9 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--data", required=True, help="gold file (SQuAD JSON, or a labelled file of the model's task)")
     e.add_argument("--predictions", help="predictions JSON (question id -> answer text, '' for no answer)")
     e.add_argument("--version", choices=("1.1", "2.0"), help="SQuAD version (default: from the gold file)")
-    e.add_argument("--metric", choices=METRICS,
-                   help="with --predictions: SQuAD's word F1 or KorQuAD 1.0's character F1 (default: korquad "
-                        "when the gold file's version names KorQuAD, else squad)")  # fmt: skip
+    e.add_argument(
+        "--metric",
+        choices=METRICS,
+        help="with --predictions: SQuAD's word F1 or KorQuAD 1.0's character F1 (default: korquad "
+        "when the gold file's version names KorQuAD, else squad)",
+    )
     e.add_argument("--init", help="fine-tuned model dir (OUT/best) to evaluate on --data")
     e.add_argument("--text-columns", help="with --init: this file's text columns, when not the training file's")
     e.add_argument("--label-column", help="with --init: this file's label column, when not the training file's")
@@ -54,16 +59,27 @@ def _finetune(args: argparse.Namespace) -> int:
     from litebert.finetune import finetune
 
     values = given(args, _FLAGS)
-    other = [(f.option, task) for f in _FLAGS if f.path[0] in values and (task := f.field.metadata.get("task"))
-             and task != values["task"]]  # fmt: skip
+    other = [
+        (f.option, task)
+        for f in _FLAGS
+        if f.path[0] in values and (task := f.field.metadata.get("task")) and task != values["task"]
+    ]
     if other:
-        raise ValueError(f"{', '.join(o for o, _ in other)}: for --task {other[0][1]} only; --task {values['task']} "
-                         "would ignore it")  # fmt: skip
+        raise ValueError(
+            f"{', '.join(o for o, _ in other)}: for --task {other[0][1]} only; --task {values['task']} would ignore it"
+        )
     if "pooling" in values:  # asked for, even as "cls": refused where the task has no pooled state
         check_pooling(values["task"], values["pooling"])
     result = finetune(FinetuneConfig(**values), resume=args.resume)
-    print(json.dumps({"best": {result.best_metric: result.best_value, "step": result.best_step},
-                      "results": str(result.results_path), "best_dir": str(result.best_dir)}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "best": {result.best_metric: result.best_value, "step": result.best_step},
+                "results": str(result.results_path),
+                "best_dir": str(result.best_dir),
+            }
+        )
+    )
     return 0
 
 
@@ -71,8 +87,15 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.predictions:
         if args.task not in (None, "squad"):
             raise ValueError("--predictions scoring is for --task squad; use --init to evaluate a model")
-        model_flags = [f for f, v in (("--init", args.init), ("--text-columns", args.text_columns),
-                                      ("--label-column", args.label_column)) if v]  # fmt: skip
+        model_flags = [
+            f
+            for f, v in (
+                ("--init", args.init),
+                ("--text-columns", args.text_columns),
+                ("--label-column", args.label_column),
+            )
+            if v
+        ]
         if model_flags:
             raise ValueError(f"{', '.join(model_flags)}: for evaluating a model (--init), not with --predictions")
         from litebert.finetune.tasks.squad_eval import evaluate_files
@@ -82,11 +105,15 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not args.init:
         raise ValueError("evaluate needs --predictions (SQuAD scoring) or --init (a fine-tuned model)")
     if args.metric:  # a model's SQuAD score follows its data file, as in fine-tuning
-        raise ValueError("--metric is for --predictions; with --init a file whose version names KorQuAD is scored "
-                         "with KorQuAD's metric, any other with SQuAD's")  # fmt: skip
+        raise ValueError(
+            "--metric is for --predictions; with --init a file whose version names KorQuAD is scored "
+            "with KorQuAD's metric, any other with SQuAD's"
+        )
     if args.version:  # as the metric: the file's own version, whatever the flag said (it was dropped silently)
-        raise ValueError("--version is for --predictions; with --init a SQuAD file is scored by its own version's "
-                         'rules (its "version" field, else 2.0 when a question has no answers)')  # fmt: skip
+        raise ValueError(
+            "--version is for --predictions; with --init a SQuAD file is scored by its own version's "
+            'rules (its "version" field, else 2.0 when a question has no answers)'
+        )
     from litebert.finetune import evaluate
 
     columns = {"text_columns": _columns(args.text_columns), "label_column": args.label_column}

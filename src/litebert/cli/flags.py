@@ -75,8 +75,17 @@ def _flags(
             continue
         option = flag_of(f)
         dest = ".".join((root, *path, f.name))
-        flags.append(Flag(path=(*path, f.name), field=f, annotation=hints[f.name], option=option, dest=dest,
-                          default=default, section=section))  # fmt: skip
+        flags.append(
+            Flag(
+                path=(*path, f.name),
+                field=f,
+                annotation=hints[f.name],
+                option=option,
+                dest=dest,
+                default=default,
+                section=section,
+            )
+        )
     return flags
 
 
@@ -149,8 +158,10 @@ def _without_none(annotation: Any) -> Any:
 def _check_scalar(flag: Flag, t: Any) -> None:
     if t not in (int, float, str):
         shown = flag.annotation.__name__ if isinstance(flag.annotation, type) else flag.annotation
-        raise TypeError(f"{flag.dest}: no command-line flag for type {shown}; give the field "
-                        "metadata {'cli': False} (a --config file sets it) or a type the flags support")  # fmt: skip
+        raise TypeError(
+            f"{flag.dest}: no command-line flag for type {shown}; give the field "
+            "metadata {'cli': False} (a --config file sets it) or a type the flags support"
+        )
 
 
 def _comma_separated(container: type, item: type) -> Callable[[str], Any]:

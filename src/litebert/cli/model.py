@@ -21,8 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vocab-size", type=int, default=None)
     p.set_defaults(func=_params)
 
-    c = sub.add_parser("convert", help="convert a checkpoint to or from transformers' ALBERT layout, or from an "
-                                       "official ALBERT TensorFlow checkpoint")  # fmt: skip
+    c = sub.add_parser(
+        "convert",
+        help="convert a checkpoint to or from transformers' ALBERT layout, or from an "
+        "official ALBERT TensorFlow checkpoint",
+    )
     directions = (
         "to-hf: litebert -> transformers; from-hf: transformers -> litebert; from-tf: an official TF "
         "checkpoint (albert_config.json beside model.ckpt-*, or a prefix) -> litebert"
@@ -32,8 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("dst", type=Path)
     tf = c.add_argument_group("from-tf")
     tf.add_argument("--tf-config", type=Path, default=None, help="albert_config.json (default: beside the checkpoint)")
-    tf.add_argument("--spm-model", type=Path, default=None,
-                    help="the SentencePiece model (default: the *.model beside the checkpoint)")  # fmt: skip
+    tf.add_argument(
+        "--spm-model",
+        type=Path,
+        default=None,
+        help="the SentencePiece model (default: the *.model beside the checkpoint)",
+    )
     tf.add_argument("--cased", action="store_true", help="a cased model: no lower-casing (the releases are uncased)")
     tf.add_argument("--keep-accents", action="store_true", help="no accent stripping (the releases strip them)")
     c.set_defaults(func=_convert)
@@ -43,8 +50,11 @@ def _params(args: argparse.Namespace) -> int:
     if args.paper:  # the stored counts of litebert.model.paper: no model is built, torch is not imported
         from litebert.model.paper import format_paper_table
 
-        given = [f"--{k.replace('_', '-')}" for k in ("sharing", "embedding_size", "num_hidden_groups", "vocab_size")
-                 if getattr(args, k) is not None]  # fmt: skip
+        given = [
+            f"--{k.replace('_', '-')}"
+            for k in ("sharing", "embedding_size", "num_hidden_groups", "vocab_size")
+            if getattr(args, k) is not None
+        ]
         if given:
             raise ValueError(f"--paper prints the paper's own models; {', '.join(given)} would be ignored")
         print(format_paper_table())
@@ -69,14 +79,28 @@ def _params(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     from litebert import hf
 
-    given = [f for f, v in (("--tf-config", args.tf_config), ("--spm-model", args.spm_model), ("--cased", args.cased),
-                            ("--keep-accents", args.keep_accents)) if v]  # fmt: skip
+    given = [
+        f
+        for f, v in (
+            ("--tf-config", args.tf_config),
+            ("--spm-model", args.spm_model),
+            ("--cased", args.cased),
+            ("--keep-accents", args.keep_accents),
+        )
+        if v
+    ]
     if given and args.direction != "from-tf":
         raise ValueError(f"{', '.join(given)}: for from-tf only")
     if args.direction == "from-tf":
         print(hf.tf_coverage(args.src, config_file=args.tf_config))
-        out = hf.convert_tf(args.src, args.dst, config_file=args.tf_config, spm_model=args.spm_model,
-                            do_lower_case=not args.cased, strip_accents=not args.keep_accents)  # fmt: skip
+        out = hf.convert_tf(
+            args.src,
+            args.dst,
+            config_file=args.tf_config,
+            spm_model=args.spm_model,
+            do_lower_case=not args.cased,
+            strip_accents=not args.keep_accents,
+        )
     elif args.direction == "to-hf":
         out = hf.export_hf(args.src, args.dst)
     else:

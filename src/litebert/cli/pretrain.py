@@ -23,10 +23,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", metavar="FILE", help="job file, JSON or TOML (.toml): preset, model, train, data, ...")
     p.add_argument("--out", metavar="RUN_DIR", default="runs/default", help="run directory (default: %(default)s)")
     p.add_argument(
-        "--resume", nargs="?", const=True, default=False, choices=("auto",),
+        "--resume",
+        nargs="?",
+        const=True,
+        default=False,
+        choices=("auto",),
         help="continue RUN_DIR from its newest complete checkpoint; --resume auto: start the job, or continue it "
         "when RUN_DIR holds the same job (the one command to run again after any interruption)",
-    )  # fmt: skip
+    )
     # Flags given override the --config file's fields, and on --resume the run's saved training settings.
     add_config_flags(p, PretrainJob, title="the job (PretrainJob, over the --config file's)")
     p.set_defaults(func=_pretrain)
@@ -58,22 +62,28 @@ def job_from_args(args: argparse.Namespace) -> tuple[PretrainJob, dict]:
     read_flags = [option_of(_JOB_FLAGS, "read", k) for k in read]
     fixed = [option_of(_JOB_FLAGS, k) for k in values if k != "data_dir"] + read_flags
     if args.resume is True and fixed:
-        raise ValueError(f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
-                         "cannot change them (start a new run with --init RUN_DIR/model instead)")  # fmt: skip
+        raise ValueError(
+            f"--resume continues RUN_DIR with its own model, tokenizer and data; {', '.join(fixed)} "
+            "cannot change them (start a new run with --init RUN_DIR/model instead)"
+        )
     raw = read_job_file(args.config) if args.config else {}
     file_train: dict = {}
     if args.resume is True and args.config:  # the run keeps its model and data; a config file may change training only
         extra = sorted(set(raw) - {"train", "data_dir"})
         if extra:
-            raise ValueError(f"{args.config}: --resume continues RUN_DIR with its own model and data; the config "
-                             f"file may hold only 'train' settings, not {extra}")  # fmt: skip
+            raise ValueError(
+                f"{args.config}: --resume continues RUN_DIR with its own model and data; the config "
+                f"file may hold only 'train' settings, not {extra}"
+            )
         file_train = dict(raw.get("train") or {})
     corpus_only = read_flags + (["--vocab-size"] if "vocab_size" in values else [])
     if corpus_only and (
         "data_dir" in values or raw.get("data_dir") or ("tokenizer" in values and "vocab_size" in values)
     ):
-        raise ValueError(f"{', '.join(corpus_only)} shape the tokenizer and data built from --corpus; with --data "
-                         "(or --tokenizer, for --vocab-size) they would do nothing")  # fmt: skip
+        raise ValueError(
+            f"{', '.join(corpus_only)} shape the tokenizer and data built from --corpus; with --data "
+            "(or --tokenizer, for --vocab-size) they would do nothing"
+        )
     if "preset" in values and ("init_from" in values or raw.get("init_from")):  # the default preset's name too
         raise preset_with_init(values["preset"])
     # One job from the file's fields and the flags' over them, so that its defaults are those of the job it is

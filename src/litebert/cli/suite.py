@@ -14,10 +14,11 @@ _FLAGS = config_flags(SuiteConfig)
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "suite", help="fine-tune and score a model over seeds: GLUE, the paper's five tasks, a suite file",
+        "suite",
+        help="fine-tune and score a model over seeds: GLUE, the paper's five tasks, a suite file",
         description="Every (task, seed) is one fine-tuning run; run again, finished runs are reused and interrupted "
         "ones continue. Writes OUT/results.json, results.md, seeds.png and, for GLUE, the leaderboard files.",
-    )  # fmt: skip
+    )
     p.add_argument("suite", metavar="SUITE", help="glue, paper, korean, or the path of a suite file (TOML)")
     add_config_flags(p, SuiteConfig, title="the run (SuiteConfig)")
     p.set_defaults(func=_suite)
@@ -28,6 +29,9 @@ def _suite(args: argparse.Namespace) -> int:
 
     result = run_suite(SuiteConfig(suite=args.suite, **given(args, _FLAGS)))
     score = result.results["score"]
-    print(json.dumps({score["name"]: score["value"], "failed": len(result.failed),
-                      "results": str(result.out / "results.md")}))  # fmt: skip
+    print(
+        json.dumps(
+            {score["name"]: score["value"], "failed": len(result.failed), "results": str(result.out / "results.md")}
+        )
+    )
     return 1 if result.failed else 0

@@ -207,8 +207,9 @@ def _still_whole(out: Path, manifest: dict) -> bool:
         warnings.warn(f"{out}: {exc}; writing it again", stacklevel=4)
     else:
         if not same:
-            warnings.warn(f"{out}: {TOKENIZER_DIR}/ or {WORD_START} differs from the build's; writing them again",
-                          stacklevel=4)  # fmt: skip
+            warnings.warn(
+                f"{out}: {TOKENIZER_DIR}/ or {WORD_START} differs from the build's; writing them again", stacklevel=4
+            )
     return same
 
 
@@ -285,14 +286,24 @@ def build(
     identity = _identity(corpus, tok, config, read, out)
     with writing_dir(out, "--out names the directory to write the data into"):
         complete = _prepare_out(out, identity)
-        return complete if complete is not None else _build(corpus, tok, Path(tokenizer_dir), out, config, workers,
-                                                            read, progress, identity)  # fmt: skip
+        return (
+            complete
+            if complete is not None
+            else _build(corpus, tok, Path(tokenizer_dir), out, config, workers, read, progress, identity)
+        )
 
 
 def _build(
-    corpus: Paths, tok: Tokenizer, tokenizer_dir: Path, out: Path, config: DataConfig, workers: int,
-    read: ReadConfig, progress: bool, identity: dict,
-) -> dict:  # fmt: skip
+    corpus: Paths,
+    tok: Tokenizer,
+    tokenizer_dir: Path,
+    out: Path,
+    config: DataConfig,
+    workers: int,
+    read: ReadConfig,
+    progress: bool,
+    identity: dict,
+) -> dict:
     vocab = Vocab.from_tokenizer(tok)
     token_dtype = np.dtype(np.uint16 if vocab.vocab_size <= 1 << 16 else np.int32)
     known = _known_windows(out)

@@ -71,15 +71,17 @@ class _Reader:
         masks = [_stored_masks(ex) for ex in stored] if self.static else self._dynamic_masks(stored, items)
         out = []
         for ex, (ids, positions, labels, ngrams, free) in zip(stored, masks, strict=True):
-            out.append({
-                "input_ids": ids,
-                "token_type_ids": (np.arange(len(ids)) >= int(ex["a_len"])).astype(np.int64),
-                "masked_positions": positions,
-                "masked_labels": labels,
-                "sentence_order_label": np.int64(ex["label"]),
-                "ngrams": ngrams,
-                "ngrams_free": free,
-            })  # fmt: skip
+            out.append(
+                {
+                    "input_ids": ids,
+                    "token_type_ids": (np.arange(len(ids)) >= int(ex["a_len"])).astype(np.int64),
+                    "masked_positions": positions,
+                    "masked_labels": labels,
+                    "sentence_order_label": np.int64(ex["label"]),
+                    "ngrams": ngrams,
+                    "ngrams_free": free,
+                }
+            )
         return out
 
     def _dynamic_masks(self, stored: list[dict], items: list[tuple[int, int]]) -> list[tuple]:
@@ -178,14 +180,21 @@ class PretrainingBatches:
         return -(-len(self.reader) // self.global_batch)
 
     def state_dict(self) -> dict:
-        return {"batch": self.batch, "split": self.split, "seed": self.seed, "batch_size": self.batch_size,
-                "world_size": self.world_size}  # fmt: skip
+        return {
+            "batch": self.batch,
+            "split": self.split,
+            "seed": self.seed,
+            "batch_size": self.batch_size,
+            "world_size": self.world_size,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         for key in ("split", "seed", "batch_size", "world_size"):
             if state.get(key) != getattr(self, key):
-                raise ValueError(f"the checkpoint's data position was saved with {key}={state.get(key)!r}, this run "
-                                 f"has {getattr(self, key)!r}; exact resume needs the same {key}")  # fmt: skip
+                raise ValueError(
+                    f"the checkpoint's data position was saved with {key}={state.get(key)!r}, this run "
+                    f"has {getattr(self, key)!r}; exact resume needs the same {key}"
+                )
         self.batch = int(state["batch"])
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:

@@ -24,32 +24,52 @@ class DataConfig:
     """
 
     max_seq_length: int = field(default=512, metadata={"help": "tokens per example, [CLS] and [SEP]s included"})
-    max_predictions_per_seq: int | None = field(default=None, metadata={
-        "help": "masked positions per example at most (default: the official 20, or max_seq_length when that is "
-                "shorter)",
-        "flag": "--max-predictions",
-    })  # fmt: skip
+    max_predictions_per_seq: int | None = field(
+        default=None,
+        metadata={
+            "help": "masked positions per example at most (default: the official 20, or max_seq_length when that is "
+            "shorter)",
+            "flag": "--max-predictions",
+        },
+    )
     masked_lm_prob: float = field(default=0.15, metadata={"help": "share of the tokens masked"})
-    dupe_factor: int | None = field(default=None, metadata={
-        "help": "passes over the corpus, each with other pairs and masks (default: 40 with static masking, 1 with "
-                "dynamic)",
-    })  # fmt: skip
-    short_seq_prob: float = field(default=0.1, metadata={
-        "help": "share of examples cut to a random shorter length (as the official code, to match fine-tuning)",
-    })  # fmt: skip
+    dupe_factor: int | None = field(
+        default=None,
+        metadata={
+            "help": "passes over the corpus, each with other pairs and masks (default: 40 with static masking, 1 with "
+            "dynamic)",
+        },
+    )
+    short_seq_prob: float = field(
+        default=0.1,
+        metadata={
+            "help": "share of examples cut to a random shorter length (as the official code, to match fine-tuning)",
+        },
+    )
     max_ngram: int = field(default=3, metadata={"help": "longest masked n-gram of whole words"})
-    objective: str = field(default="sop", metadata={
-        "help": "sentence-pair task: sentence order (ALBERT), next sentence (BERT) or none", "choices": OBJECTIVES,
-    })  # fmt: skip
-    masking: str = field(default="static", metadata={
-        "help": "masks drawn once here (static) or again every epoch by the loader (dynamic)", "choices": MASKINGS,
-    })  # fmt: skip
+    objective: str = field(
+        default="sop",
+        metadata={
+            "help": "sentence-pair task: sentence order (ALBERT), next sentence (BERT) or none",
+            "choices": OBJECTIVES,
+        },
+    )
+    masking: str = field(
+        default="static",
+        metadata={
+            "help": "masks drawn once here (static) or again every epoch by the loader (dynamic)",
+            "choices": MASKINGS,
+        },
+    )
     seed: int = field(default=12345, metadata={"help": "seed of the shuffles, pairs and masks"})
     eval_fraction: float = field(default=0.02, metadata={"help": "share of documents held out for evaluation"})
     examples_per_shard: int = field(default=16384, metadata={"help": "examples per shard file"})
-    window_chars: int = field(default=1_000_000, metadata={
-        "help": "shuffle window and unit of work of one process, in characters",
-    })  # fmt: skip
+    window_chars: int = field(
+        default=1_000_000,
+        metadata={
+            "help": "shuffle window and unit of work of one process, in characters",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -74,8 +94,10 @@ class DataConfig:
             if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"DataConfig.{name} must be a probability in [0, 1], got {value!r}")
         if self.masked_lm_prob == 0:  # every example needs a masked position: the MLM loss and accuracy are over them
-            raise ValueError("DataConfig.masked_lm_prob must be above 0 (--masked-lm-prob): with nothing masked there "
-                             "is no MLM loss to train or evaluate")  # fmt: skip
+            raise ValueError(
+                "DataConfig.masked_lm_prob must be above 0 (--masked-lm-prob): with nothing masked there "
+                "is no MLM loss to train or evaluate"
+            )
         if self.eval_fraction == 1.0:
             raise ValueError("DataConfig.eval_fraction must be below 1 (no training documents would be left)")
 

@@ -61,8 +61,12 @@ def _check_split(entry: dict, path: Path, split: str) -> None:
     if not isinstance(sizes, list) or not all(_count(n) for n in sizes):
         raise _field(path, f"splits.{split}.shard_examples", "a list of example counts", sizes)
     if not isinstance(digests, list) or len(digests) != len(sizes) or not all(_digests(d) for d in digests):
-        raise _field(path, f"splits.{split}.sha256", f"a list of {len(sizes)} objects (one per shard) mapping each "
-                     "array file to its sha256", digests)  # fmt: skip
+        raise _field(
+            path,
+            f"splits.{split}.sha256",
+            f"a list of {len(sizes)} objects (one per shard) mapping each array file to its sha256",
+            digests,
+        )
 
 
 def _count(value: Any) -> bool:
@@ -110,27 +114,51 @@ def check_ranges(directory: Path, arrays: dict[str, np.ndarray], manifest: dict)
     offsets = np.asarray(arrays["offsets"])
     lengths = np.diff(offsets)
     longest = settings["max_seq_length"]
-    _refuse(directory, "offsets", (lengths < 1) | (lengths > longest),
-            lambda k: f"example {k} spans {offsets[k]}..{offsets[k + 1]}, not 1 to {longest} tokens")  # fmt: skip
+    _refuse(
+        directory,
+        "offsets",
+        (lengths < 1) | (lengths > longest),
+        lambda k: f"example {k} spans {offsets[k]}..{offsets[k + 1]}, not 1 to {longest} tokens",
+    )
     ids = arrays["input_ids"]
     if len(ids) and (int(ids.max()) >= vocab or int(ids.min()) < 0):  # the full mask only when one is bad
-        _refuse(directory, "input_ids", (ids >= vocab) | (ids < 0),
-                lambda i: f"id {ids[i]} at position {i} is not in the vocabulary (vocab_size {vocab})")  # fmt: skip
+        _refuse(
+            directory,
+            "input_ids",
+            (ids >= vocab) | (ids < 0),
+            lambda i: f"id {ids[i]} at position {i} is not in the vocabulary (vocab_size {vocab})",
+        )
     a_len = np.asarray(arrays["a_len"])
-    _refuse(directory, "a_len", (a_len < 1) | (a_len > lengths),
-            lambda k: f"example {k}: {a_len[k]} is not within its {lengths[k]} tokens")  # fmt: skip
+    _refuse(
+        directory,
+        "a_len",
+        (a_len < 1) | (a_len > lengths),
+        lambda k: f"example {k}: {a_len[k]} is not within its {lengths[k]} tokens",
+    )
     label, objective = np.asarray(arrays["label"]), settings["objective"]
     allowed = [-100] if objective == "none" else [0, 1]
-    _refuse(directory, "label", ~np.isin(label, allowed),
-            lambda k: f"example {k}: {label[k]} is not one of {allowed} (objective {objective!r})")  # fmt: skip
+    _refuse(
+        directory,
+        "label",
+        ~np.isin(label, allowed),
+        lambda k: f"example {k}: {label[k]} is not one of {allowed} (objective {objective!r})",
+    )
     if "masked_positions" not in arrays:
         return
     positions, labels = np.asarray(arrays["masked_positions"]), np.asarray(arrays["masked_labels"])
     real = labels != -100  # unused slots hold position 0 and label -100
-    _refuse(directory, "masked_labels", real & ((labels < 0) | (labels >= vocab)),
-            lambda k: f"example {k}: {labels[k].tolist()} holds an id outside the vocabulary ({vocab})")  # fmt: skip
-    _refuse(directory, "masked_positions", real & ((positions < 0) | (positions >= lengths[:, None])),
-            lambda k: f"example {k}: {positions[k].tolist()} points outside its {lengths[k]} tokens")  # fmt: skip
+    _refuse(
+        directory,
+        "masked_labels",
+        real & ((labels < 0) | (labels >= vocab)),
+        lambda k: f"example {k}: {labels[k].tolist()} holds an id outside the vocabulary ({vocab})",
+    )
+    _refuse(
+        directory,
+        "masked_positions",
+        real & ((positions < 0) | (positions >= lengths[:, None])),
+        lambda k: f"example {k}: {positions[k].tolist()} points outside its {lengths[k]} tokens",
+    )
     for name in ("ngrams", "ngrams_free"):
         _refuse(directory, name, np.asarray(arrays[name]) < 0, lambda k: f"example {k}: a negative count")
 
@@ -139,5 +167,6 @@ def _refuse(directory: Path, name: str, bad: np.ndarray, what) -> None:
     """Raise naming the file and the first bad entry (`what(index)` says what is wrong with it)."""
     if bad.any():
         first = int(np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))[0])
-        raise ValueError(f"{directory / f'{name}.npy'}: {what(first)}; the shard is corrupt: rebuild the data "
-                         f"{REBUILD}")  # fmt: skip
+        raise ValueError(
+            f"{directory / f'{name}.npy'}: {what(first)}; the shard is corrupt: rebuild the data {REBUILD}"
+        )

@@ -71,9 +71,11 @@ def probe_documents(data_dir: str | Path, split: str = "eval", *, objectives: It
         kept.append(docs.select(np.flatnonzero(chosen)))
     expected = manifest["documents"][split]
     if own != expected:
-        raise ValueError(f"{data_dir}: {own} {split} documents found in its corpus, but the build made {expected}; the "
-                         "corpus or litebert's text reading changed since, so the documents cannot be found again: "
-                         "rebuild the data")  # fmt: skip
+        raise ValueError(
+            f"{data_dir}: {own} {split} documents found in its corpus, but the build made {expected}; the "
+            "corpus or litebert's text reading changed since, so the documents cannot be found again: "
+            "rebuild the data"
+        )
     return _concat(kept)
 
 
@@ -85,11 +87,15 @@ def _unchanged_corpus(manifest: dict, data_dir: Path) -> list[str]:
         try:
             st = path.stat()
         except OSError as exc:
-            raise ValueError(f"{data_dir}: corpus file {path} cannot be read ({exc.strerror}); the held-out "
-                             "documents are found again from the corpus the data was built from") from None  # fmt: skip
+            raise ValueError(
+                f"{data_dir}: corpus file {path} cannot be read ({exc.strerror}); the held-out "
+                "documents are found again from the corpus the data was built from"
+            ) from None
         if (st.st_size, st.st_mtime_ns) != (entry["bytes"], entry["mtime_ns"]):
-            raise ValueError(f"{data_dir}: corpus file {path} changed since the data was built (size or modification "
-                             "time); its documents cannot be found again: rebuild the data")  # fmt: skip
+            raise ValueError(
+                f"{data_dir}: corpus file {path} changed since the data was built (size or modification "
+                "time); its documents cannot be found again: rebuild the data"
+            )
         files.append(str(path))
     return files
 
@@ -137,9 +143,13 @@ def balanced_labels(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def probe_pairs(
-    docs: Documents, *, max_seq_length: int, word_start: np.ndarray, rng: np.random.Generator,
+    docs: Documents,
+    *,
+    max_seq_length: int,
+    word_start: np.ndarray,
+    rng: np.random.Generator,
     max_pairs: int | None = None,
-) -> dict[str, Pairs]:  # fmt: skip
+) -> dict[str, Pairs]:
     """Balanced SOP and NSP pairs ({"sop": Pairs, "nsp": Pairs}) from the same chunks of ``docs`` (module
     docstring); ranges index ``docs.tokens``. At most ``max_pairs`` of each (a seeded sample of the chunks),
     always an even number."""
@@ -173,9 +183,14 @@ def _truncated(a0, a1, b0, b1, label, max_num_tokens: int, rng: np.random.Genera
 
 
 def probe_sets(
-    data_dir: str | Path, split: str = "eval", *, seed: int = 0, max_pairs: int | None = None,
-    objectives: Iterable[str] = OBJECTIVES, max_seq_length: int | None = None,
-) -> dict[str, ExampleBatch]:  # fmt: skip
+    data_dir: str | Path,
+    split: str = "eval",
+    *,
+    seed: int = 0,
+    max_pairs: int | None = None,
+    objectives: Iterable[str] = OBJECTIVES,
+    max_seq_length: int | None = None,
+) -> dict[str, ExampleBatch]:
     """Balanced SOP and NSP probe sets ({"sop", "nsp"}: laid-out, unmasked examples with their labels) from the
     documents of a build's ``split`` (``probe_documents``), at the build's sequence length unless given."""
     data_dir = Path(data_dir)

@@ -206,8 +206,10 @@ def verify_kept_shards(split_dir: Path, expected: list | None = None) -> None:
     data that is not the build's."""
     n = finished_shards(split_dir)
     if expected is not None and n < len(expected):
-        raise ValueError(f"{split_dir / shard_name(n)}: missing, though the manifest lists it; run the build again "
-                         "into a new --out (or delete this one)")  # fmt: skip
+        raise ValueError(
+            f"{split_dir / shard_name(n)}: missing, though the manifest lists it; run the build again "
+            "into a new --out (or delete this one)"
+        )
     for k in range(n):
         want = expected[k] if expected is not None and k < len(expected) else None
         why = damaged_shard(split_dir, k, want) if expected is None or want is not None else "not in the manifest"

@@ -90,8 +90,7 @@ def data_stats(data_dir: str | Path, *, split: str = "train", max_examples: int 
         original = ids.copy()
         original[pos] = lab  # a random replacement may show a [SEP] id; objective "none" has one between documents
         candidates += int(((original != vocab.cls_id) & (original != vocab.sep_id)).sum())
-    return _summarise(split, n, reader.max_len, np.array(lengths), np.array(labels), counts, ngrams, masked,
-                      candidates)  # fmt: skip
+    return _summarise(split, n, reader.max_len, np.array(lengths), np.array(labels), counts, ngrams, masked, candidates)
 
 
 def _summarise(split, n, max_len, lengths, labels, counts, ngrams, masked, candidates) -> DataStats:

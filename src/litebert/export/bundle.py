@@ -61,8 +61,10 @@ def read_source(directory: str | Path) -> Source:
     model = load(directory).cpu().eval()
     tok = load_tokenizer(directory)
     if tok.vocab_size != model.config.vocab_size:
-        raise ValueError(f"tokenizer in {directory} has {tok.vocab_size} pieces but the model's vocab_size is "
-                         f"{model.config.vocab_size}; put back the tokenizer the model was trained with")  # fmt: skip
+        raise ValueError(
+            f"tokenizer in {directory} has {tok.vocab_size} pieces but the model's vocab_size is "
+            f"{model.config.vocab_size}; put back the tokenizer the model was trained with"
+        )
     return Source(directory, model.config, model.albert, None, "backbone", None)
 
 
@@ -72,8 +74,10 @@ def check_opset(opset: int) -> None:
 
     newest = onnx.defs.onnx_opset_version()
     if not MIN_OPSET <= opset <= newest:
-        raise ValueError(f"opset {opset}: litebert's graphs need opset {MIN_OPSET} or newer, and onnx "
-                         f"{onnx.__version__} knows opsets up to {newest}")  # fmt: skip
+        raise ValueError(
+            f"opset {opset}: litebert's graphs need opset {MIN_OPSET} or newer, and onnx "
+            f"{onnx.__version__} knows opsets up to {newest}"
+        )
 
 
 def hf_config(source: Source) -> dict[str, Any]:
@@ -101,8 +105,10 @@ def check_parity(source: Source, module: Exported, model_bytes: bytes, what: str
     for name, want, have in zip(module.signature.outputs, expected, got, strict=True):
         err = float(np.abs(want.float().numpy() - have).max())
         if not err <= PARITY_ATOL:
-            raise ValueError(f"{what}: output {name!r} differs from the model's by {err:.3g} through onnxruntime "
-                             f"(at most {PARITY_ATOL} expected); the export is not written")  # fmt: skip
+            raise ValueError(
+                f"{what}: output {name!r} differs from the model's by {err:.3g} through onnxruntime "
+                f"(at most {PARITY_ATOL} expected); the export is not written"
+            )
 
 
 def export_onnx(src_dir: str | Path, dst_dir: str | Path, *, opset: int = OPSET, int8: bool = False) -> Path:

@@ -127,8 +127,14 @@ def to_onnx(module: Exported, vocab_size: int, opset: int = OPSET) -> bytes:
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.onnx.export(
-            module, example_inputs(module.kind, vocab_size), buffer, dynamo=False, opset_version=opset,
-            input_names=list(sig.inputs), output_names=list(sig.outputs), dynamic_axes=sig.axes,
+            module,
+            example_inputs(module.kind, vocab_size),
+            buffer,
+            dynamo=False,
+            opset_version=opset,
+            input_names=list(sig.inputs),
+            output_names=list(sig.outputs),
+            dynamic_axes=sig.axes,
             do_constant_folding=True,
-        )  # fmt: skip
+        )
     return buffer.getvalue()

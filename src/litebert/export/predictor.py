@@ -32,8 +32,13 @@ from litebert.io import check_not_an_input, read_json, write_json
 
 SPECIALS = {"cls_id": "[CLS]", "sep_id": "[SEP]", "pad_id": "<pad>", "unk_id": "<unk>"}
 # head kind -> the outputs of the graph the task's `predict` reads (as litebert.finetune.heads names them)
-GRAPH_OUTPUTS = {"sequence": ("logits",), "token": ("logits",), "span": ("start_logits", "end_logits"),
-                 "choice": ("logits",), "pair-embedding": ("cosine", "logits")}  # fmt: skip
+GRAPH_OUTPUTS = {
+    "sequence": ("logits",),
+    "token": ("logits",),
+    "span": ("start_logits", "end_logits"),
+    "choice": ("logits",),
+    "pair-embedding": ("cosine", "logits"),
+}
 
 
 class BundleTokenizer:
@@ -104,13 +109,17 @@ class OnnxPredictor:
         outputs = {o.name: o.shape for o in self.session.get_outputs()}
         expected = GRAPH_OUTPUTS[self.task.head]
         if not set(expected) <= set(outputs):
-            raise ValueError(f"{self.bundle}: the graph's outputs {sorted(outputs)} are not those of a "
-                             f"{meta['task']} model {list(expected)}: the files are of different models")  # fmt: skip
+            raise ValueError(
+                f"{self.bundle}: the graph's outputs {sorted(outputs)} are not those of a "
+                f"{meta['task']} model {list(expected)}: the files are of different models"
+            )
         units = outputs["logits"][-1] if self.task.head in ("sequence", "token") else None
         labels = self.state.get("labels") if isinstance(self.state, dict) else None
         if isinstance(units, int) and labels is not None and len(labels) != units and meta["task"] != "regression":
-            raise ValueError(f"{self.bundle}: {META_FILE} names {len(labels)} labels but the graph's head has {units} "
-                             "outputs: the files are of different models")  # fmt: skip
+            raise ValueError(
+                f"{self.bundle}: {META_FILE} names {len(labels)} labels but the graph's head has {units} "
+                "outputs: the files are of different models"
+            )
 
     def run(self, data: TaskData) -> dict[str, list[np.ndarray]]:
         """Per-feature outputs of the graph, in feature order (batches sorted by length, as litebert predict runs)."""
@@ -141,8 +150,10 @@ class OnnxPredictor:
         if text_columns is not None:
             trained = tuple(self.cfg.text_columns or ())
             if len(text_columns) != len(trained):
-                raise ValueError(f"text_columns {list(text_columns)}: the model was trained on {len(trained)} text "
-                                 f"column(s) {list(trained)}")  # fmt: skip
+                raise ValueError(
+                    f"text_columns {list(text_columns)}: the model was trained on {len(trained)} text "
+                    f"column(s) {list(trained)}"
+                )
             self.cfg.text_columns = tuple(text_columns)
         data = self.task.load(data_path, self.tokenizer, self.cfg, self.state, mode="predict")
         data.report.warn()

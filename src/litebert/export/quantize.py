@@ -187,13 +187,17 @@ def _rewrite(g: _Graph, node, kind: str, q_name: str, s_name: str, per_channel: 
     out = node.output[0]
     if kind == "gather":
         rows, row_scales, fp = g.name("rows"), g.name("row_scales"), g.name("rows_fp")
-        nodes = [helper.make_node("Gather", [q_name, node.input[1]], [rows], axis=0),
-                 helper.make_node("Cast", [rows], [fp], to=TensorProto.FLOAT)]  # fmt: skip
+        nodes = [
+            helper.make_node("Gather", [q_name, node.input[1]], [rows], axis=0),
+            helper.make_node("Cast", [rows], [fp], to=TensorProto.FLOAT),
+        ]
         if per_channel:
             unsq, axes = g.name("row_scale"), g.add_init(np.asarray([-1], dtype=np.int64), "axes")
-            nodes += [helper.make_node("Gather", [s_name, node.input[1]], [row_scales], axis=0),
-                      helper.make_node("Unsqueeze", [row_scales, axes], [unsq]),
-                      helper.make_node("Mul", [fp, unsq], [out])]  # fmt: skip
+            nodes += [
+                helper.make_node("Gather", [s_name, node.input[1]], [row_scales], axis=0),
+                helper.make_node("Unsqueeze", [row_scales, axes], [unsq]),
+                helper.make_node("Mul", [fp, unsq], [out]),
+            ]
         else:
             nodes.append(helper.make_node("Mul", [fp, s_name], [out]))
         return nodes
@@ -205,11 +209,16 @@ def _rewrite(g: _Graph, node, kind: str, q_name: str, s_name: str, per_channel: 
     xq, xs, xz = activations[x]
     product, fp, scale = g.name("product"), g.name("product_fp"), g.name("scale")
     target = g.name("matmul") if kind == "gemm" else out
-    nodes += [helper.make_node("MatMulInteger", [xq, q_name, xz], [product]),
-              helper.make_node("Cast", [product], [fp], to=TensorProto.FLOAT),
-              helper.make_node("Mul", [xs, s_name], [scale]),
-              helper.make_node("Mul", [fp, scale], [target])]  # fmt: skip
+    nodes += [
+        helper.make_node("MatMulInteger", [xq, q_name, xz], [product]),
+        helper.make_node("Cast", [product], [fp], to=TensorProto.FLOAT),
+        helper.make_node("Mul", [xs, s_name], [scale]),
+        helper.make_node("Mul", [fp, scale], [target]),
+    ]
     if kind == "gemm":
-        nodes.append(helper.make_node("Add", [target, node.input[2]], [out]) if len(node.input) > 2 and node.input[2]
-                     else helper.make_node("Identity", [target], [out]))  # fmt: skip
+        nodes.append(
+            helper.make_node("Add", [target, node.input[2]], [out])
+            if len(node.input) > 2 and node.input[2]
+            else helper.make_node("Identity", [target], [out])
+        )
     return nodes

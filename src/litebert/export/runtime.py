@@ -28,8 +28,10 @@ def check_onnxruntime() -> Any:
         raise ImportError("litebert's ONNX bundles need onnxruntime: pip install 'litebert[onnx]'") from None
     if _version(onnxruntime.__version__) < MIN_ONNXRUNTIME:
         need = ".".join(map(str, MIN_ONNXRUNTIME))
-        raise ImportError(f"onnxruntime {onnxruntime.__version__} is too old for litebert's ONNX bundles (they need "
-                          f"{need} or newer): pip install -U 'onnxruntime>={need}'")  # fmt: skip
+        raise ImportError(
+            f"onnxruntime {onnxruntime.__version__} is too old for litebert's ONNX bundles (they need "
+            f"{need} or newer): pip install -U 'onnxruntime>={need}'"
+        )
     return onnxruntime
 
 
@@ -44,7 +46,8 @@ def onnx_session(model: bytes | str | Path, threads: int | None = None) -> Any:
     options.log_severity_level = 3  # errors only: its warnings name graph internals a user cannot act on
     where = "the ONNX graph" if isinstance(model, bytes) else str(model)
     try:
-        return ort.InferenceSession(model if isinstance(model, bytes) else str(model), options,
-                                    providers=["CPUExecutionProvider"])  # fmt: skip
+        return ort.InferenceSession(
+            model if isinstance(model, bytes) else str(model), options, providers=["CPUExecutionProvider"]
+        )
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types for a model it refuses
         raise ValueError(f"{where}: onnxruntime {ort.__version__} cannot load it ({str(exc).strip()[:400]})") from None

@@ -21,15 +21,23 @@ SPLITS = ("train", "dev", "test")
 
 
 def split_labeled_table(
-    path: str | Path, out: str | Path, *, text_column: str, label_column: str, labels: Sequence[str], seed: int,
-    dev_fraction: float = 0.1, test_fraction: float = 0.1,
-) -> dict[str, int]:  # fmt: skip
+    path: str | Path,
+    out: str | Path,
+    *,
+    text_column: str,
+    label_column: str,
+    labels: Sequence[str],
+    seed: int,
+    dev_fraction: float = 0.1,
+    test_fraction: float = 0.1,
+) -> dict[str, int]:
     """Write out/{train,dev,test}.csv (columns text,label) from the rows of a table whose label is one of
     ``labels``, split by a seeded permutation: its first int(n * test_fraction) rows are test, the next
     int(n * dev_fraction) dev, the rest train. Returns the counts and how many rows other labels dropped."""
     if not (0 < dev_fraction < 1 and 0 < test_fraction < 1 and dev_fraction + test_fraction < 1):
-        raise ValueError(f"dev_fraction and test_fraction must be in (0, 1) and sum below 1, got {dev_fraction}, "
-                         f"{test_fraction}")  # fmt: skip
+        raise ValueError(
+            f"dev_fraction and test_fraction must be in (0, 1) and sum below 1, got {dev_fraction}, {test_fraction}"
+        )
     rows = read_labeled_table(path, (text_column,), label_column)
     kept = [r for r in rows if r.label in labels]
     if not kept:
@@ -53,8 +61,10 @@ def read_split(split_dir: str | Path, positive: str) -> dict[str, tuple[list[lis
     for name in SPLITS:
         with open(Path(split_dir) / f"{name}.csv", newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
-        parts[name] = ([re.findall(r"[a-z0-9']+", r["text"].lower()) for r in rows],
-                       torch.tensor([float(r["label"] == positive) for r in rows]))  # fmt: skip
+        parts[name] = (
+            [re.findall(r"[a-z0-9']+", r["text"].lower()) for r in rows],
+            torch.tensor([float(r["label"] == positive) for r in rows]),
+        )
     return parts
 
 

@@ -46,8 +46,10 @@ class TrainBatches:
         world_size: int = 1,
     ) -> None:
         if batch_size % world_size:
-            raise ValueError(f"FinetuneConfig.batch_size ({batch_size}) must be divisible by the world size "
-                             f"({world_size}): it is the global batch")  # fmt: skip
+            raise ValueError(
+                f"FinetuneConfig.batch_size ({batch_size}) must be divisible by the world size "
+                f"({world_size}): it is the global batch"
+            )
         self.features, self.batch_size, self.pad, self.rng = data.features, batch_size, pad, rng
         self.group_by_length, self.rank, self.world_size = group_by_length, rank, world_size
         self.lengths = np.array([feature_length(f) for f in self.features])
@@ -60,8 +62,10 @@ class TrainBatches:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("world_size", 1) != self.world_size:
-            raise ValueError(f"the checkpoint's batch position was saved by {state.get('world_size')} processes, "
-                             f"this run has {self.world_size}; exact resume needs the same number")  # fmt: skip
+            raise ValueError(
+                f"the checkpoint's batch position was saved by {state.get('world_size')} processes, "
+                f"this run has {self.world_size}; exact resume needs the same number"
+            )
         self._epoch_state = json.loads(state["rng"])
         self.rng.bit_generator.state = self._epoch_state
         self._order, self.position = self._epoch(), int(state["batch"])

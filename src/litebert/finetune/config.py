@@ -42,81 +42,140 @@ class FinetuneConfig:
     train: str = field(metadata={"help": "training file (TSV/CSV, SQuAD/RACE JSON, CoNLL)", "metavar": "FILE"})
     dev: str = field(metadata={"help": "dev file, scored every eval_every steps", "metavar": "FILE"})
     init: str = field(metadata={"help": "litebert checkpoint or transformers ALBERT directory", "metavar": "DIR"})
-    out: str = field(metadata={
-        "help": "output directory: results.json and best/ (the best dev checkpoint)", "metavar": "DIR",
-    })  # fmt: skip
-    tokenizer: str | None = field(default=None, metadata={
-        "help": "tokenizer directory (default: the tokenizer files in init)", "metavar": "DIR",
-    })  # fmt: skip
-    random_init: bool = field(default=False, metadata={
-        "help": "init's architecture and tokenizer with fresh random weights",
-    })  # fmt: skip
+    out: str = field(
+        metadata={
+            "help": "output directory: results.json and best/ (the best dev checkpoint)",
+            "metavar": "DIR",
+        }
+    )
+    tokenizer: str | None = field(
+        default=None,
+        metadata={
+            "help": "tokenizer directory (default: the tokenizer files in init)",
+            "metavar": "DIR",
+        },
+    )
+    random_init: bool = field(
+        default=False,
+        metadata={
+            "help": "init's architecture and tokenizer with fresh random weights",
+        },
+    )
     max_steps: int = field(default=1000, metadata={"help": "optimizer steps to train"})
     eval_every: int = field(default=100, metadata={"help": "steps between dev evaluations"})
-    metric: str | None = field(default=None, metadata={
-        "help": "the dev metric the best checkpoint maximises (default: the task's first: accuracy, corr, f1); "
-                "a+b: the mean of several, as GLUE scores a task of two metrics (MRPC: f1+accuracy)",
-    })  # fmt: skip
+    metric: str | None = field(
+        default=None,
+        metadata={
+            "help": "the dev metric the best checkpoint maximises (default: the task's first: accuracy, corr, f1); "
+            "a+b: the mean of several, as GLUE scores a task of two metrics (MRPC: f1+accuracy)",
+        },
+    )
     seed: int = field(default=0, metadata={"help": "seed of the head's weights, the batch order and dropout"})
     lr: float = field(default=2e-5, metadata={"help": "peak learning rate"})
     batch_size: int = field(default=32, metadata={"help": "training sequences per step"})
     eval_batch_size: int = field(default=64, metadata={"help": "sequences per forward pass when evaluating"})
-    max_seq_length: int | None = field(default=None, metadata={
-        "help": "tokens per sequence (default: the model's max_position, 512 for the paper's presets)",
-    })  # fmt: skip
+    max_seq_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "tokens per sequence (default: the model's max_position, 512 for the paper's presets)",
+        },
+    )
     warmup: float = field(default=0.1, metadata={"help": "warmup: a fraction of max_steps if below 1, else steps"})
     weight_decay: float = field(default=0.01, metadata={"help": "weight decay (not of LayerNorm weights and biases)"})
     # The official scripts' Adam is the default: the paper's fine-tuning learning rates were tuned with it.
-    optimizer: str = field(default="adamw_official", metadata={
-        "help": "adamw_official: ALBERT's fine-tuning Adam (decoupled weight decay, no bias correction); adamw: "
-                "torch's bias-corrected AdamW, whose steps are smaller for most of a run; lamb",
-        "choices": OPTIMIZERS,
-    })  # fmt: skip
-    group_by_length: bool = field(default=False, metadata={
-        "help": "length-grouped training batches: faster on real text, but less mixed on small data",
-    })  # fmt: skip
-    pooling: str = field(default="cls", metadata={
-        "help": "classification, regression, multiple-choice: the [CLS] pooler, or the mean of the tokens",
-        "choices": POOLINGS,
-    })  # fmt: skip
-    text_columns: tuple[str, ...] | None = field(default=None, metadata={
-        "help": "comma-separated text column names (one, or two for pairs), or 0-based positions for a file "
-                "without a header row (GLUE CoLA: --text-columns 3 --label-column 1); default: sentence for "
-                "classification, sentence1,sentence2 for regression and similarity",
-    })  # fmt: skip
-    label_column: str | None = field(default=None, metadata={
-        "help": "label (or score) column name, or its position (default: label for classification, score for "
-                "regression and similarity)",
-    })  # fmt: skip
-    doc_stride: int = field(default=128, metadata={
-        "help": "tokens between the starts of a long context's windows", "task": "squad",
-    })  # fmt: skip
-    max_query_length: int = field(default=64, metadata={
-        "help": "question tokens kept (the rest cut)", "task": "squad",
-    })  # fmt: skip
-    max_answer_length: int = field(default=30, metadata={
-        "help": "longest answer predicted, in tokens", "task": "squad",
-    })  # fmt: skip
-    n_best_size: int = field(default=20, metadata={
-        "help": "start and end positions considered per window", "task": "squad",
-    })  # fmt: skip
-    null_score_diff_threshold: float = field(default=0.0, metadata={
-        "help": "SQuAD 2.0: no answer is predicted when its score beats the best answer's by more than this",
-        "task": "squad",
-    })  # fmt: skip
-    max_qa_length: int | None = field(default=None, metadata={
-        "help": "question + option tokens kept (default: min(128, max_seq_length // 2), the official 128 at 512)",
-        "task": "multiple-choice",
-    })  # fmt: skip
+    optimizer: str = field(
+        default="adamw_official",
+        metadata={
+            "help": "adamw_official: ALBERT's fine-tuning Adam (decoupled weight decay, no bias correction); adamw: "
+            "torch's bias-corrected AdamW, whose steps are smaller for most of a run; lamb",
+            "choices": OPTIMIZERS,
+        },
+    )
+    group_by_length: bool = field(
+        default=False,
+        metadata={
+            "help": "length-grouped training batches: faster on real text, but less mixed on small data",
+        },
+    )
+    pooling: str = field(
+        default="cls",
+        metadata={
+            "help": "classification, regression, multiple-choice: the [CLS] pooler, or the mean of the tokens",
+            "choices": POOLINGS,
+        },
+    )
+    text_columns: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "help": "comma-separated text column names (one, or two for pairs), or 0-based positions for a file "
+            "without a header row (GLUE CoLA: --text-columns 3 --label-column 1); default: sentence for "
+            "classification, sentence1,sentence2 for regression and similarity",
+        },
+    )
+    label_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "label (or score) column name, or its position (default: label for classification, score for "
+            "regression and similarity)",
+        },
+    )
+    doc_stride: int = field(
+        default=128,
+        metadata={
+            "help": "tokens between the starts of a long context's windows",
+            "task": "squad",
+        },
+    )
+    max_query_length: int = field(
+        default=64,
+        metadata={
+            "help": "question tokens kept (the rest cut)",
+            "task": "squad",
+        },
+    )
+    max_answer_length: int = field(
+        default=30,
+        metadata={
+            "help": "longest answer predicted, in tokens",
+            "task": "squad",
+        },
+    )
+    n_best_size: int = field(
+        default=20,
+        metadata={
+            "help": "start and end positions considered per window",
+            "task": "squad",
+        },
+    )
+    null_score_diff_threshold: float = field(
+        default=0.0,
+        metadata={
+            "help": "SQuAD 2.0: no answer is predicted when its score beats the best answer's by more than this",
+            "task": "squad",
+        },
+    )
+    max_qa_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "question + option tokens kept (default: min(128, max_seq_length // 2), the official 128 at 512)",
+            "task": "multiple-choice",
+        },
+    )
     device: str | None = field(default=None, metadata={"help": "torch device (default: cuda when available)"})
-    precision: str = field(default="fp32", metadata={
-        "help": "autocast precision: fp32, bf16 or fp16 (fp16 on a GPU only), or auto: bf16 where supported",
-        "choices": PRECISIONS,
-    })  # fmt: skip
+    precision: str = field(
+        default="fp32",
+        metadata={
+            "help": "autocast precision: fp32, bf16 or fp16 (fp16 on a GPU only), or auto: bf16 where supported",
+            "choices": PRECISIONS,
+        },
+    )
     grad_accum: int = field(default=1, metadata={"help": "micro-batches of batch_size per optimizer step"})
-    save_every: int | None = field(default=None, metadata={
-        "help": "steps between resumable checkpoints (default: eval_every); removed when the run finishes",
-    })  # fmt: skip
+    save_every: int | None = field(
+        default=None,
+        metadata={
+            "help": "steps between resumable checkpoints (default: eval_every); removed when the run finishes",
+        },
+    )
 
     def __post_init__(self) -> None:
         for name in ("train", "dev", "init", "out", "tokenizer"):  # paths may come as Path objects
@@ -139,18 +198,30 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig.task must be one of {sorted(TASKS)}, got {self.task!r}")
         if self.max_qa_length is None and self.max_seq_length is not None:  # the official 128 at length 512
             self.max_qa_length = min(128, self.max_seq_length // 2)
-        for name in ("max_steps", "eval_every", "batch_size", "eval_batch_size", "max_seq_length", "doc_stride",
-                     "max_query_length", "max_answer_length", "n_best_size", "max_qa_length", "grad_accum",
-                     "save_every"):  # fmt: skip
+        for name in (
+            "max_steps",
+            "eval_every",
+            "batch_size",
+            "eval_batch_size",
+            "max_seq_length",
+            "doc_stride",
+            "max_query_length",
+            "max_answer_length",
+            "n_best_size",
+            "max_qa_length",
+            "grad_accum",
+            "save_every",
+        ):
             value = getattr(self, name)
             if value is None and name in ("max_seq_length", "max_qa_length", "save_every"):  # resolved later
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig.{name} must be a positive integer, got {value!r}")
         MAX_STEP_SEQUENCES.check(
-            self.batch_size * self.grad_accum, "FinetuneConfig.batch_size (--batch-size x --grad-accum)",
+            self.batch_size * self.grad_accum,
+            "FinetuneConfig.batch_size (--batch-size x --grad-accum)",
             f"batch_size {self.batch_size:,} x grad_accum {self.grad_accum:,}",
-        )  # fmt: skip
+        )
         MAX_STEP_SEQUENCES.check(self.eval_batch_size, "FinetuneConfig.eval_batch_size (--eval-batch-size)")
         if self.max_seq_length is not None:
             MAX_POSITIONS.check(self.max_seq_length, "FinetuneConfig.max_seq_length (--max-seq-length)")

@@ -60,13 +60,20 @@ def embed_texts(
     positions = backbone.config.max_position
     max_len = positions if max_seq_length is None else max_seq_length
     if max_len > positions:
-        raise ValueError(f"max_seq_length {max_len} (--max-seq-length) exceeds the model's {positions} positions "
-                         "(max_position); longer texts are embedded as several windows anyway")  # fmt: skip
+        raise ValueError(
+            f"max_seq_length {max_len} (--max-seq-length) exceeds the model's {positions} positions "
+            "(max_position); longer texts are embedded as several windows anyway"
+        )
     if max_len < 3:
         raise ValueError(f"max_seq_length must be at least 3 ([CLS] + one token + [SEP]), got {max_len}")
     # before the first batch: a batch whose activations cannot fit would only end out of memory
-    check_step_memory(backbone.config, min(batch_size, max(len(texts), 1)), max_len, training=False,
-                      device=next(backbone.parameters()).device)  # fmt: skip
+    check_step_memory(
+        backbone.config,
+        min(batch_size, max(len(texts), 1)),
+        max_len,
+        training=False,
+        device=next(backbone.parameters()).device,
+    )
     was_training = backbone.training
     backbone.eval()
     try:
@@ -103,9 +110,13 @@ def _embed(backbone: Albert, tok: Tokenizer, texts: list[str], batch_size: int, 
 
 
 def embed_file(
-    path: str | Path, init: str | Path, out: str | Path | None = None, *, batch_size: int = 32,
+    path: str | Path,
+    init: str | Path,
+    out: str | Path | None = None,
+    *,
+    batch_size: int = 32,
     max_seq_length: int | None = None,
-) -> SentenceEmbeddings:  # fmt: skip
+) -> SentenceEmbeddings:
     """Embed every line of a text file with the model in `init`; save the (N, H) array to `out`, a .npy file
     written at exactly that path (numpy's np.save would add ".npy" to a name without it)."""
     if out is not None and Path(out).is_dir():  # before the model is loaded and every line embedded

@@ -47,8 +47,10 @@ def resume_checkpoint(cfg: FinetuneConfig) -> tuple[Path, dict[str, Any]]:
         why = f"all {found} checkpoint(s) are incomplete or corrupt" if found else "none was saved"
         if not found and (out / RESULTS_FILE).exists():
             why = f"the run finished: {out / RESULTS_FILE}"
-        raise FileNotFoundError(f"{out}: --resume given but it holds no usable fine-tuning checkpoint ({why}); run "
-                                "the same command without --resume to start it again")  # fmt: skip
+        raise FileNotFoundError(
+            f"{out}: --resume given but it holds no usable fine-tuning checkpoint ({why}); run "
+            "the same command without --resume to start it again"
+        )
     meta = read_json(ckpt / META_FILE)
     saved = meta.get("config") if isinstance(meta, dict) else None
     if not isinstance(saved, dict):

@@ -69,8 +69,10 @@ class FinetuneResult:
 def check_tokenizer_fits(tok: Tokenizer, config: ModelConfig, where: str | Path) -> None:
     """A model runs only with a tokenizer of its vocabulary's size: another's ids would index other rows."""
     if tok.vocab_size != config.vocab_size:
-        raise ValueError(f"tokenizer in {where} has {tok.vocab_size} pieces but the model's vocab_size is "
-                         f"{config.vocab_size}; put back the tokenizer the model was trained with")  # fmt: skip
+        raise ValueError(
+            f"tokenizer in {where} has {tok.vocab_size} pieces but the model's vocab_size is "
+            f"{config.vocab_size}; put back the tokenizer the model was trained with"
+        )
 
 
 def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
@@ -82,12 +84,16 @@ def load_pretrained(cfg: FinetuneConfig) -> tuple[AlbertForPretraining, Any]:
         base = AlbertForPretraining(base.config)  # same architecture, fresh truncated-normal weights
     own = Path(cfg.init) / "spiece.model"  # a model directory carries the tokenizer it was trained with
     if not cfg.tokenizer and not own.is_file():  # a transformers export saved without its spiece.model
-        raise FileNotFoundError(f"--init {cfg.init}: the model directory holds no tokenizer (no spiece.model); "
-                                "pass --tokenizer DIR with the one it was trained with")  # fmt: skip
+        raise FileNotFoundError(
+            f"--init {cfg.init}: the model directory holds no tokenizer (no spiece.model); "
+            "pass --tokenizer DIR with the one it was trained with"
+        )
     tok = load_tokenizer(cfg.tokenizer or cfg.init)
     if cfg.tokenizer and own.is_file() and load_tokenizer(cfg.init).pieces != tok.pieces:
-        raise ValueError(f"--tokenizer {cfg.tokenizer}: its pieces differ from those of {own}, the model's own "
-                         "tokenizer; leave --tokenizer out to use that one")  # fmt: skip
+        raise ValueError(
+            f"--tokenizer {cfg.tokenizer}: its pieces differ from those of {own}, the model's own "
+            "tokenizer; leave --tokenizer out to use that one"
+        )
     check_tokenizer_fits(tok, base.config, cfg.tokenizer or cfg.init)
     if cfg.max_seq_length is None:
         cfg.max_seq_length = base.config.max_position
@@ -172,8 +178,13 @@ def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta
             base, tok = load_pretrained(cfg)
             loaded = int(device.type == "cpu")  # the weights are in host memory already
             check_model_size(base.config, copies=TRAINING_COPIES - loaded, device=device, what=f"--init {cfg.init}")
-            check_step_memory(base.config, cfg.batch_size, cfg.max_seq_length, device=device,
-                              what=f"FinetuneConfig.batch_size ({cfg.batch_size:,}, --batch-size)")  # fmt: skip
+            check_step_memory(
+                base.config,
+                cfg.batch_size,
+                cfg.max_seq_length,
+                device=device,
+                what=f"FinetuneConfig.batch_size ({cfg.batch_size:,}, --batch-size)",
+            )
         else:
             base, tok = None, load_tokenizer(ckpt)
         task, state = get_task(cfg.task), {}
@@ -184,10 +195,23 @@ def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta
         model = _model(cfg, base, task, state, ckpt, meta)
         if env.distributed:
             torch.manual_seed(cfg.seed + 7919 * env.rank)  # dropout stream: distinct per rank
-        tr = build_train_state(model, _train_config(cfg, env.device), env, finetune_objective(),
-                           params=lambda wrapped: dist.unwrap(wrapped).trainable(), partial=True)  # fmt: skip
-        batches = TrainBatches(train, cfg.batch_size, task.pad_values(tok), rng, cfg.group_by_length, rank=env.rank,
-                               world_size=env.world_size)  # fmt: skip
+        tr = build_train_state(
+            model,
+            _train_config(cfg, env.device),
+            env,
+            finetune_objective(),
+            params=lambda wrapped: dist.unwrap(wrapped).trainable(),
+            partial=True,
+        )
+        batches = TrainBatches(
+            train,
+            cfg.batch_size,
+            task.pad_values(tok),
+            rng,
+            cfg.group_by_length,
+            rank=env.rank,
+            world_size=env.world_size,
+        )
         run = _Run(cfg, tr, Prefetcher(batches, env.device, prepare_batch), task, state, tok, train, dev)
         return run.go(ckpt)
     finally:
@@ -218,12 +242,23 @@ def _environment(device: torch.device) -> dist.DistEnv:
 def _train_config(cfg: FinetuneConfig, device: torch.device) -> TrainConfig:
     """The loop's settings: the official fine-tuning recipe (clipping at 1.0, linear warmup then decay to 0)."""
     return TrainConfig(
-        max_steps=cfg.max_steps, batch_size=cfg.batch_size, grad_accum=cfg.grad_accum, optimizer=cfg.optimizer,
-        lr=cfg.lr, warmup_steps=cfg.warmup_steps, weight_decay=cfg.weight_decay, max_grad_norm=1.0,
-        precision=resolve_precision(cfg.precision, device), seed=cfg.seed, eval_every=cfg.eval_every,
-        save_every=cfg.save_every or cfg.eval_every, keep_last=1, log_every=cfg.eval_every, tensorboard=False,
+        max_steps=cfg.max_steps,
+        batch_size=cfg.batch_size,
+        grad_accum=cfg.grad_accum,
+        optimizer=cfg.optimizer,
+        lr=cfg.lr,
+        warmup_steps=cfg.warmup_steps,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=1.0,
+        precision=resolve_precision(cfg.precision, device),
+        seed=cfg.seed,
+        eval_every=cfg.eval_every,
+        save_every=cfg.save_every or cfg.eval_every,
+        keep_last=1,
+        log_every=cfg.eval_every,
+        tensorboard=False,
         progress=False,
-    )  # fmt: skip
+    )
 
 
 def prepare_batch(batch: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
@@ -293,13 +328,16 @@ class _Run:
     def _hooks(self, logger: MetricsLogger) -> Hooks:
         cfg = self.tr.cfg
         return Hooks(
-            save=self._save, save_due=lambda step: step % cfg.save_every == 0 and step < cfg.max_steps,
+            save=self._save,
+            save_due=lambda step: step % cfg.save_every == 0 and step < cfg.max_steps,
             evaluate=lambda step, rows: self._evaluate(step, rows, logger),
             eval_due=lambda step: step % cfg.eval_every == 0 or step == cfg.max_steps,
             last_checkpoint=lambda: latest_checkpoint(Path(self.cfg.out)),
-            non_finite_hint=lambda: f"lower --lr, or check the targets in {self.cfg.train}; {self.result.best_dir} "
-            "holds the best model of the evaluations before, if any",
-        )  # fmt: skip
+            non_finite_hint=lambda: (
+                f"lower --lr, or check the targets in {self.cfg.train}; {self.result.best_dir} "
+                "holds the best model of the evaluations before, if any"
+            ),
+        )
 
     def _evaluate(self, step: int, rows: list[dict[str, float]], logger: MetricsLogger) -> None:
         model = dist.unwrap(self.tr.model)
@@ -320,15 +358,23 @@ class _Run:
     def _save(self, step: int, rows: list[dict[str, float]]) -> Path | None:
         model, env = dist.unwrap(self.tr.model), self.tr.env
         progress = {
-            "log_window": rows, "history": json.loads(json.dumps(self.result.history)),  # plain floats, for torch.load
+            "log_window": rows,
+            "history": json.loads(json.dumps(self.result.history)),  # plain floats, for torch.load
             "best": {"value": self.result.best_value, "step": self.result.best_step},
             "seconds": time.perf_counter() - self.start,
-        }  # fmt: skip
+        }
         path = save_state(
-            Path(self.cfg.out), step, model=self.tr.model, optimizer=self.tr.optimizer, scaler=self.tr.scaler,
-            batches=self.source, env=env, extra=progress, keep_last=1,
+            Path(self.cfg.out),
+            step,
+            model=self.tr.model,
+            optimizer=self.tr.optimizer,
+            scaler=self.tr.scaler,
+            batches=self.source,
+            env=env,
+            extra=progress,
+            keep_last=1,
             write_model=lambda d: save_finetuned(model, d, self.task.name, self.state, self.cfg, self.tok),
-        )  # fmt: skip
+        )
         dist.barrier(env)
         return path
 

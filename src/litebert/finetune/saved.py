@@ -67,12 +67,16 @@ def _check_state(path: Path, task: Task, state: Any, num_outputs: int) -> None:
         raise ValueError(f"{path}: field 'state' must be an object, got {type(state).__name__}")
     number = lambda x: isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)  # noqa: E731
     checks = {
-        "labels": ("a non-empty list of label names", lambda v: isinstance(v, list) and v and all(
-            isinstance(x, str) for x in v)),
-        "score_range": ("[low, high], two finite numbers", lambda v: isinstance(v, list) and len(v) == 2 and all(
-            map(number, v))),
+        "labels": (
+            "a non-empty list of label names",
+            lambda v: isinstance(v, list) and v and all(isinstance(x, str) for x in v),
+        ),
+        "score_range": (
+            "[low, high], two finite numbers",
+            lambda v: isinstance(v, list) and len(v) == 2 and all(map(number, v)),
+        ),
         "num_choices": ("an integer of at least 2", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 1),
-    }  # fmt: skip
+    }
     for key, (expected, valid) in checks.items():
         if key in state and not valid(state[key]):
             raise ValueError(f"{path}: field 'state.{key}' must be {expected}, got {state[key]!r}")
@@ -81,8 +85,10 @@ def _check_state(path: Path, task: Task, state: Any, num_outputs: int) -> None:
     except (KeyError, TypeError):
         raise ValueError(f"{path}: field 'state' lacks what task {task.name!r} needs (e.g. its labels)") from None
     if outputs != num_outputs:
-        raise ValueError(f"{path}: field 'num_outputs' is {num_outputs}, but 'state' gives task {task.name!r} "
-                         f"{outputs} outputs (e.g. one per label)")  # fmt: skip
+        raise ValueError(
+            f"{path}: field 'num_outputs' is {num_outputs}, but 'state' gives task {task.name!r} "
+            f"{outputs} outputs (e.g. one per label)"
+        )
 
 
 def evaluate(
@@ -121,8 +127,9 @@ def _read_columns(ft: Finetuned, text_columns: Sequence[str] | None, label_colum
     if label_column is not None:
         ft.config.label_column = label_column
     if ft.config.label_column in ft.config.text_columns:
-        raise ValueError(f"label_column {ft.config.label_column!r} is also one of the text columns "
-                         f"{list(ft.config.text_columns)}")  # fmt: skip
+        raise ValueError(
+            f"label_column {ft.config.label_column!r} is also one of the text columns {list(ft.config.text_columns)}"
+        )
 
 
 def predict(

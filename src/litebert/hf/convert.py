@@ -66,8 +66,10 @@ def _plain_name(shard: object, index: Path) -> bool:
     """True for a shard named by a plain file name; any other (a path such as "../../x.safetensors" or an absolute
     one, which would read weights from outside the model directory) is refused."""
     if not isinstance(shard, str) or shard in ("", ".", "..") or "\\" in shard or Path(shard).name != shard:
-        raise ValueError(f"{index}: weight_map names the shard {shard!r}, which is not a file name in the model "
-                         "directory; shards are plain file names beside the index")  # fmt: skip
+        raise ValueError(
+            f"{index}: weight_map names the shard {shard!r}, which is not a file name in the model "
+            "directory; shards are plain file names beside the index"
+        )
     return True
 
 
@@ -104,9 +106,12 @@ def load_hf(directory: str | Path) -> AlbertForPretraining:
 
 
 def save_hf(
-    model: AlbertForPretraining, directory: str | Path, tokenizer_dir: str | Path | None = None, *,
+    model: AlbertForPretraining,
+    directory: str | Path,
+    tokenizer_dir: str | Path | None = None,
+    *,
     task: TaskClass | None = None,
-) -> Path:  # fmt: skip
+) -> Path:
     """Write `model` as a transformers ALBERT directory: AlbertForPreTraining's layout, or with `task` that
     task class's (the backbone, the pooler where the class has one, and the task's head)."""
     directory = Path(directory)
@@ -150,9 +155,13 @@ _TASK_CLASSES = {
 
 # The head kind of each fine-tuning task, for a finetune.json that does not record it (written before it did).
 _HEAD_OF_TASK = {
-    "classification": "sequence", "regression": "sequence", "token-classification": "token", "squad": "span",
-    "multiple-choice": "choice", "similarity": "pair-embedding",
-}  # fmt: skip
+    "classification": "sequence",
+    "regression": "sequence",
+    "token-classification": "token",
+    "squad": "span",
+    "multiple-choice": "choice",
+    "similarity": "pair-embedding",
+}
 
 
 # Files whose presence means a directory holds a model: litebert's, a fine-tuned one's, or transformers'.
@@ -231,12 +240,19 @@ def check_destination(dst_dir: str | Path, found: list[str]) -> None:
     unfinished = set(unfinished_files(dst))
     found = [name for name in found if name not in unfinished]
     if found:
-        raise ValueError(f"{dst}: already holds a model ({', '.join(found)}); convert into a new or empty directory, "
-                         "or remove this one first to replace it")  # fmt: skip
+        raise ValueError(
+            f"{dst}: already holds a model ({', '.join(found)}); convert into a new or empty directory, "
+            "or remove this one first to replace it"
+        )
     # a clone of a hub repository (.git, .gitattributes, README.md) is where a converted model often goes
-    others = sorted(p.name for p in dst.iterdir() if not p.name.startswith((".", "README")) and p.name not in unfinished
-                    ) if dst.is_dir() else []  # fmt: skip
+    others = (
+        sorted(p.name for p in dst.iterdir() if not p.name.startswith((".", "README")) and p.name not in unfinished)
+        if dst.is_dir()
+        else []
+    )
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        raise ValueError(f"{dst}: not empty ({shown}); convert into a new or empty directory, so that no file "
-                         "there is mistaken for part of the converted model")  # fmt: skip
+        raise ValueError(
+            f"{dst}: not empty ({shown}); convert into a new or empty directory, so that no file "
+            "there is mistaken for part of the converted model"
+        )

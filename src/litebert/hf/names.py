@@ -77,12 +77,23 @@ _BARE_PREFIXES = ("embeddings.", "encoder.", "pooler.")
 
 # transformers' AlbertConfig defaults (the xxlarge model), which it applies to fields a config.json leaves out.
 _HF_DEFAULTS = {
-    "vocab_size": 30000, "embedding_size": 128, "hidden_size": 4096, "num_hidden_layers": 12,
-    "num_hidden_groups": 1, "num_attention_heads": 64, "intermediate_size": 16384, "inner_group_num": 1,
-    "hidden_act": "gelu_new", "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
-    "max_position_embeddings": 512, "type_vocab_size": 2, "initializer_range": 0.02, "layer_norm_eps": 1e-12,
+    "vocab_size": 30000,
+    "embedding_size": 128,
+    "hidden_size": 4096,
+    "num_hidden_layers": 12,
+    "num_hidden_groups": 1,
+    "num_attention_heads": 64,
+    "intermediate_size": 16384,
+    "inner_group_num": 1,
+    "hidden_act": "gelu_new",
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+    "layer_norm_eps": 1e-12,
     "classifier_dropout_prob": 0.1,
-}  # fmt: skip
+}
 
 
 # transformers' other names for functions litebert has: the tanh-approximated GELU ("gelu_new") and the erf one.

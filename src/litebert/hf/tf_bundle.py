@@ -167,11 +167,39 @@ def _table_entries(data: bytes) -> list[tuple[bytes, bytes]]:
 
 
 # TF DataType -> numpy dtype (little-endian). bfloat16 has no numpy dtype: read as uint16, widened to float32.
-DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i2", 6: "i1", 9: "<i8", 10: "?", 14: "<u2", 17: "<u2",
-          19: "<f2", 22: "<u4", 23: "<u8"}  # fmt: skip
-DTYPE_NAMES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8", 7: "string", 9: "int64",
-               10: "bool", 14: "bfloat16", 17: "uint16", 19: "float16", 20: "resource", 21: "variant", 22: "uint32",
-               23: "uint64"}  # fmt: skip
+DTYPES = {
+    1: "<f4",
+    2: "<f8",
+    3: "<i4",
+    4: "u1",
+    5: "<i2",
+    6: "i1",
+    9: "<i8",
+    10: "?",
+    14: "<u2",
+    17: "<u2",
+    19: "<f2",
+    22: "<u4",
+    23: "<u8",
+}
+DTYPE_NAMES = {
+    1: "float32",
+    2: "float64",
+    3: "int32",
+    4: "uint8",
+    5: "int16",
+    6: "int8",
+    7: "string",
+    9: "int64",
+    10: "bool",
+    14: "bfloat16",
+    17: "uint16",
+    19: "float16",
+    20: "resource",
+    21: "variant",
+    22: "uint32",
+    23: "uint64",
+}
 BFLOAT16 = 14
 
 
@@ -241,11 +269,15 @@ class TFCheckpoint:
                     raise FileNotFoundError(f"{path}: data file of {self.index_path} not found (variable {e.name})")
                 sizes[e.shard] = path.stat().st_size
             if not (0 <= e.offset < 1 << 63 and 0 <= e.size < 1 << 63):  # int64 fields: a file offset cannot hold it
-                raise ValueError(f"{self.index_path}: corrupt checkpoint index: variable {e.name} has offset "
-                                 f"{e.offset} and size {e.size} in {self.shard_path(e.shard).name}")  # fmt: skip
+                raise ValueError(
+                    f"{self.index_path}: corrupt checkpoint index: variable {e.name} has offset "
+                    f"{e.offset} and size {e.size} in {self.shard_path(e.shard).name}"
+                )
             if e.offset + e.size > sizes[e.shard]:
-                raise ValueError(f"{self.shard_path(e.shard)}: truncated: variable {e.name} needs bytes "
-                                 f"{e.offset}..{e.offset + e.size}, the file has {sizes[e.shard]}")  # fmt: skip
+                raise ValueError(
+                    f"{self.shard_path(e.shard)}: truncated: variable {e.name} needs bytes "
+                    f"{e.offset}..{e.offset + e.size}, the file has {sizes[e.shard]}"
+                )
 
     @property
     def names(self) -> list[str]:
@@ -257,14 +289,18 @@ class TFCheckpoint:
             raise KeyError(f"{self.index_path}: no variable {name!r}")
         e = self.entries[name]
         if e.sliced:
-            raise ValueError(f"{self.index_path}: variable {name} is saved in slices (a partitioned variable), "
-                             "which this reader does not assemble")  # fmt: skip
+            raise ValueError(
+                f"{self.index_path}: variable {name} is saved in slices (a partitioned variable), "
+                "which this reader does not assemble"
+            )
         if e.dtype not in DTYPES:
             raise ValueError(f"{self.index_path}: variable {name} has dtype {e.dtype_name}, which is not read")
         dtype = np.dtype(DTYPES[e.dtype])
         if e.size != math.prod(e.shape) * dtype.itemsize:
-            raise ValueError(f"{self.index_path}: variable {name}: {e.size} bytes for shape {e.shape} of "
-                             f"{e.dtype_name} (corrupt index)")  # fmt: skip
+            raise ValueError(
+                f"{self.index_path}: variable {name}: {e.size} bytes for shape {e.shape} of "
+                f"{e.dtype_name} (corrupt index)"
+            )
         path, raw = self.shard_path(e.shard), bytearray(e.size)
         try:
             with open(path, "rb") as f:
@@ -323,8 +359,10 @@ def _choose_checkpoint(directory: Path) -> Path:
         if len(by_step) < 2 or by_step[-1][0] != by_step[-2][0]:
             return by_step[-1][1]
     listed = ", ".join(p.name for p in prefixes)
-    raise ValueError(f"{directory}: {len(prefixes)} checkpoints ({listed}) and no '{STATE_FILE}' file naming one or "
-                     f"one highest step; give the prefix of the one to read, e.g. {prefixes[0]}")  # fmt: skip
+    raise ValueError(
+        f"{directory}: {len(prefixes)} checkpoints ({listed}) and no '{STATE_FILE}' file naming one or "
+        f"one highest step; give the prefix of the one to read, e.g. {prefixes[0]}"
+    )
 
 
 def _named_checkpoint(state: Path, prefixes: list[Path]) -> Path:
@@ -338,5 +376,6 @@ def _named_checkpoint(state: Path, prefixes: list[Path]) -> Path:
         if Path(f"{candidate}.index").is_file():
             return candidate
     listed = ", ".join(p.name for p in prefixes)
-    raise FileNotFoundError(f"{state}: names checkpoint {str(named)!r}, which is not in {state.parent} "
-                            f"(found {listed})")  # fmt: skip
+    raise FileNotFoundError(
+        f"{state}: names checkpoint {str(named)!r}, which is not in {state.parent} (found {listed})"
+    )

@@ -55,27 +55,53 @@ CONFIG_NAME = "albert_config.json"
 
 # albert_config.json field -> ModelConfig field
 _CONFIG_NAMES = {
-    "vocab_size": "vocab_size", "embedding_size": "embedding_size", "hidden_size": "hidden_size",
-    "num_hidden_layers": "num_layers", "num_attention_heads": "num_heads", "intermediate_size": "intermediate_size",
-    "num_hidden_groups": "num_hidden_groups", "inner_group_num": "inner_group_num",
-    "max_position_embeddings": "max_position", "type_vocab_size": "type_vocab_size",
-    "hidden_dropout_prob": "hidden_dropout", "attention_probs_dropout_prob": "attention_dropout",
-    "initializer_range": "initializer_range", "hidden_act": "hidden_act",
-}  # fmt: skip
+    "vocab_size": "vocab_size",
+    "embedding_size": "embedding_size",
+    "hidden_size": "hidden_size",
+    "num_hidden_layers": "num_layers",
+    "num_attention_heads": "num_heads",
+    "intermediate_size": "intermediate_size",
+    "num_hidden_groups": "num_hidden_groups",
+    "inner_group_num": "inner_group_num",
+    "max_position_embeddings": "max_position",
+    "type_vocab_size": "type_vocab_size",
+    "hidden_dropout_prob": "hidden_dropout",
+    "attention_probs_dropout_prob": "attention_dropout",
+    "initializer_range": "initializer_range",
+    "hidden_act": "hidden_act",
+}
 # modeling.AlbertConfig's defaults (the xxlarge model), which the official code gives absent fields.
 _OFFICIAL_DEFAULTS = {
-    "embedding_size": 128, "hidden_size": 4096, "num_hidden_layers": 12, "num_hidden_groups": 1,
-    "num_attention_heads": 64, "intermediate_size": 16384, "inner_group_num": 1, "hidden_act": "gelu",
-    "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "max_position_embeddings": 512,
-    "type_vocab_size": 2, "initializer_range": 0.02,
-}  # fmt: skip
+    "embedding_size": 128,
+    "hidden_size": 4096,
+    "num_hidden_layers": 12,
+    "num_hidden_groups": 1,
+    "num_attention_heads": 64,
+    "intermediate_size": 16384,
+    "inner_group_num": 1,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+}
 # Fields AlbertConfig stores that modeling.py never reads (the v2 configs carry them).
 _UNUSED_FIELDS = ("down_scale_factor", "net_structure_type", "gap_size", "num_memory_blocks", "layers_to_keep")
 # modeling.get_activation: "gelu" is the tanh approximation.
 _ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu"}
-_INT_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-               "intermediate_size", "num_hidden_groups", "inner_group_num", "max_position_embeddings",
-               "type_vocab_size")  # fmt: skip
+_INT_FIELDS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "num_hidden_groups",
+    "inner_group_num",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
 
 
 def config_from_albert_json(data: dict[str, Any], *, source: str = CONFIG_NAME) -> ModelConfig:
@@ -85,8 +111,10 @@ def config_from_albert_json(data: dict[str, Any], *, source: str = CONFIG_NAME) 
         raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - set(_CONFIG_NAMES) - set(_UNUSED_FIELDS))
     if unknown:
-        raise ValueError(f"{source}: unknown field(s) {unknown}; an official albert_config.json has "
-                         f"{sorted(_CONFIG_NAMES)} (and the unused {list(_UNUSED_FIELDS)})")  # fmt: skip
+        raise ValueError(
+            f"{source}: unknown field(s) {unknown}; an official albert_config.json has "
+            f"{sorted(_CONFIG_NAMES)} (and the unused {list(_UNUSED_FIELDS)})"
+        )
     if "vocab_size" not in data:
         raise ValueError(f"{source}: no vocab_size (the official AlbertConfig requires it)")
     data = {**_OFFICIAL_DEFAULTS, **data}
@@ -95,8 +123,10 @@ def config_from_albert_json(data: dict[str, Any], *, source: str = CONFIG_NAME) 
             raise ValueError(f"{source}: {name} must be a positive integer, got {data[name]!r}")
     act = data["hidden_act"]
     if not isinstance(act, str) or act not in _ACTIVATIONS:
-        raise ValueError(f"{source}: hidden_act {act!r} is not supported; litebert has {sorted(_ACTIVATIONS)} "
-                         "('gelu' being the official tanh approximation)")  # fmt: skip
+        raise ValueError(
+            f"{source}: hidden_act {act!r} is not supported; litebert has {sorted(_ACTIVATIONS)} "
+            "('gelu' being the official tanh approximation)"
+        )
     fields = {ours: data[theirs] for theirs, ours in _CONFIG_NAMES.items()}
     fields.update(hidden_act=_ACTIVATIONS[act], layer_norm_eps=1e-12, sharing="all", embedding_projection=None)
     config = ModelConfig.from_dict(fields, source=source)
@@ -174,10 +204,11 @@ _GROUP_VARIABLE = re.compile(r"bert/encoder/transformer/group_(\d+)/inner_group_
 # The official LAMB and AdamW name their slots adam_m and adam_v; an AdamWeightDecayOptimizer built on
 # tf.train.Optimizer's slots (as in checkpoints fine-tuned with other code) names them after itself.
 _SKIPPED_SUFFIXES = {
-    "/adam_m": "optimizer slot (first moment)", "/adam_v": "optimizer slot (second moment)",
+    "/adam_m": "optimizer slot (first moment)",
+    "/adam_v": "optimizer slot (second moment)",
     "/AdamWeightDecayOptimizer": "optimizer slot (first moment)",
     "/AdamWeightDecayOptimizer_1": "optimizer slot (second moment)",
-}  # fmt: skip
+}
 _SKIPPED_NAMES = {"global_step": "training step counter", "_CHECKPOINTABLE_OBJECT_GRAPH": "TF2 object graph"}
 
 
@@ -239,10 +270,21 @@ def check_variables(ckpt: TFCheckpoint, model: AlbertForPretraining, config_sour
     problems = []
     if unknown:
         groups, inner = _group_shape(config)
-        beyond = sorted({m.group(0) for m in map(_GROUP_VARIABLE.match, unknown)
-                         if m and (int(m.group(1)) >= groups or int(m.group(2)) >= inner)})  # fmt: skip
-        hint = (f" (groups {', '.join(beyond)} are beyond {config_source}'s num_hidden_groups="
-                f"{config.num_hidden_groups}, inner_group_num={config.inner_group_num})") if beyond else ""  # fmt: skip
+        beyond = sorted(
+            {
+                m.group(0)
+                for m in map(_GROUP_VARIABLE.match, unknown)
+                if m and (int(m.group(1)) >= groups or int(m.group(2)) >= inner)
+            }
+        )
+        hint = (
+            (
+                f" (groups {', '.join(beyond)} are beyond {config_source}'s num_hidden_groups="
+                f"{config.num_hidden_groups}, inner_group_num={config.inner_group_num})"
+            )
+            if beyond
+            else ""
+        )
         problems.append(f"unknown variable(s) {_shown(unknown)}{hint}")
     if missing:
         problems.append(f"missing variable(s) {_shown(missing)} (the official graph of {config_source} has them)")
@@ -253,13 +295,16 @@ def check_variables(ckpt: TFCheckpoint, model: AlbertForPretraining, config_sour
                 want[0] //= 3
             want = tuple(reversed(want)) if t.transpose else tuple(want)
             if ckpt.entries[name].shape != want:
-                problems.append(f"variable {name} has shape {ckpt.entries[name].shape} in the checkpoint but "
-                                f"{want} by {config_source}")  # fmt: skip
+                problems.append(
+                    f"variable {name} has shape {ckpt.entries[name].shape} in the checkpoint but "
+                    f"{want} by {config_source}"
+                )
             elif ckpt.entries[name].dtype_name not in ("float32", "float16", "bfloat16", "float64"):
                 problems.append(f"variable {name} holds {ckpt.entries[name].dtype_name}, not floating point")
     if problems:
-        raise ValueError(f"{ckpt.index_path}: does not match the official ALBERT graph of {config_source}: "
-                         + " | ".join(problems))  # fmt: skip
+        raise ValueError(
+            f"{ckpt.index_path}: does not match the official ALBERT graph of {config_source}: " + " | ".join(problems)
+        )
     mapped = {n: names[n].describe(config.hidden_size) for n in ckpt.names if n in names}
     return Coverage(ckpt.prefix, mapped, {n: skip_reason(n) for n in ckpt.names if n not in names})
 
@@ -331,8 +376,10 @@ def find_spm_model(directory: Path) -> Path | None:
     """The SentencePiece model (`*.model`, 30k-clean.model in the releases) of a checkpoint directory, if any."""
     found = sorted(p for p in directory.glob("*.model") if p.is_file())
     if len(found) > 1:
-        raise ValueError(f"{directory}: several SentencePiece models ({', '.join(p.name for p in found)}); pass "
-                         "spm_model=... naming the one the checkpoint was trained with")  # fmt: skip
+        raise ValueError(
+            f"{directory}: several SentencePiece models ({', '.join(p.name for p in found)}); pass "
+            "spm_model=... naming the one the checkpoint was trained with"
+        )
     return found[0] if found else None
 
 
@@ -340,8 +387,9 @@ def official_tokenizer(spm_model: Path, *, do_lower_case: bool = True, strip_acc
     """A litebert Tokenizer (not yet saved) over an official SentencePiece model, normalising as the official
     tokenization.preprocess_text (lower=do_lower_case, keep_accents=False): lower-casing and accent stripping,
     without litebert's later steps (dropping invisible characters, keeping compatibility jamo, NFC alone)."""
-    normalizer = Normalizer(do_lower_case=do_lower_case, strip_accents=strip_accents, drop_invisible=False,
-                            keep_jamo=False, nfc=False)  # fmt: skip
+    normalizer = Normalizer(
+        do_lower_case=do_lower_case, strip_accents=strip_accents, drop_invisible=False, keep_jamo=False, nfc=False
+    )
     proto = Path(spm_model).read_bytes()
     try:
         sp = spm.SentencePieceProcessor(model_proto=proto)
@@ -349,15 +397,22 @@ def official_tokenizer(spm_model: Path, *, do_lower_case: bool = True, strip_acc
         raise ValueError(f"{spm_model}: not a SentencePiece model ({exc})") from None
     missing = [p for p in SPECIAL_TOKENS.values() if sp.id_to_piece(sp.piece_to_id(p)) != p]
     if missing:
-        raise ValueError(f"{spm_model}: no {', '.join(missing)} piece(s); litebert's tokenizer needs "
-                         f"{', '.join(SPECIAL_TOKENS.values())}, as the official ALBERT models have")  # fmt: skip
+        raise ValueError(
+            f"{spm_model}: no {', '.join(missing)} piece(s); litebert's tokenizer needs "
+            f"{', '.join(SPECIAL_TOKENS.values())}, as the official ALBERT models have"
+        )
     return Tokenizer(proto, normalizer)
 
 
 def convert_tf(
-    src: str | Path, out_dir: str | Path, *, config_file: str | Path | None = None,
-    spm_model: str | Path | None = None, do_lower_case: bool = True, strip_accents: bool = True,
-) -> Path:  # fmt: skip
+    src: str | Path,
+    out_dir: str | Path,
+    *,
+    config_file: str | Path | None = None,
+    spm_model: str | Path | None = None,
+    do_lower_case: bool = True,
+    strip_accents: bool = True,
+) -> Path:
     """Write an official TF checkpoint as a litebert model directory (config.json, model.safetensors, and, when
     the checkpoint has its SentencePiece model beside it or `spm_model` is given, spiece.model with litebert's
     tokenizer settings and transformers' tokenizer files). `out_dir` is new or empty; everything is checked before
@@ -368,8 +423,10 @@ def convert_tf(
     tok = official_tokenizer(spm_path, do_lower_case=do_lower_case, strip_accents=strip_accents) if spm_path else None
     model, _ = load_tf_with_coverage(prefix, config_file=config_file)
     if tok is not None and tok.vocab_size != model.config.vocab_size:
-        raise ValueError(f"{spm_path}: {tok.vocab_size} pieces, but the checkpoint's vocab_size is "
-                         f"{model.config.vocab_size}; pass spm_model=... naming the model's own")  # fmt: skip
+        raise ValueError(
+            f"{spm_path}: {tok.vocab_size} pieces, but the checkpoint's vocab_size is "
+            f"{model.config.vocab_size}; pass spm_model=... naming the model's own"
+        )
     # every file staged and moved in together (staged_files): a kill leaves `out` as it was or the model whole
     with staged_files(out, "the destination names the directory to convert into", discard_unfinished=True) as stage:
         check_destination(out, model_files(out))  # again under the lock: a conversion into it meanwhile
@@ -380,6 +437,9 @@ def convert_tf(
             write_settings(tok)
             write_hf_tokenizer_files(Tokenizer.load(stage))  # what litebert reads back, and transformers' files
     if tok is None:
-        warnings.warn(f"{prefix.parent}: no SentencePiece model (*.model) beside the checkpoint; {out} holds no "
-                      "tokenizer (pass spm_model=... to add one)", stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{prefix.parent}: no SentencePiece model (*.model) beside the checkpoint; {out} holds no "
+            "tokenizer (pass spm_model=... to add one)",
+            stacklevel=2,
+        )
     return out

@@ -67,8 +67,9 @@ def lock_dir(directory: str | Path) -> DirectoryLock:
         except BlockingIOError:
             holder = _holder(fd, wait=True)
             os.close(fd)
-            raise DirectoryInUseError(f"{directory} is in use by another litebert process ({holder}); wait for it to "
-                                      "finish or stop it first") from None  # fmt: skip
+            raise DirectoryInUseError(
+                f"{directory} is in use by another litebert process ({holder}); wait for it to finish or stop it first"
+            ) from None
         except OSError as exc:
             os.close(fd)
             return _unguarded(directory, str(exc))
@@ -77,8 +78,9 @@ def lock_dir(directory: str | Path) -> DirectoryLock:
         os.close(fd)
     left = _holder(fd)
     if left:
-        warnings.warn(f"{directory}: taking over the lock of a litebert process that is no longer running ({left})",
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{directory}: taking over the lock of a litebert process that is no longer running ({left})", stacklevel=2
+        )
     started = datetime.now().astimezone().isoformat(timespec="seconds")
     record = {"pid": os.getpid(), "host": socket.gethostname(), "started": started, "command": " ".join(sys.argv)}
     os.ftruncate(fd, 0)
@@ -90,8 +92,10 @@ def lock_dir(directory: str | Path) -> DirectoryLock:
 def _unguarded(directory: Path, why: str) -> DirectoryLock:
     if directory.resolve() not in _UNGUARDED:
         _UNGUARDED.add(directory.resolve())
-        warnings.warn(f"{directory}: cannot lock the directory ({why}); a second process writing it would not be "
-                      "refused", stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"{directory}: cannot lock the directory ({why}); a second process writing it would not be refused",
+            stacklevel=3,
+        )
     return DirectoryLock(directory, None)
 
 

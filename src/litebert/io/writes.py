@@ -218,8 +218,10 @@ def _read_record(journal: Path) -> dict:
             raise ValueError("not a record")
         return record
     except (OSError, ValueError) as exc:
-        raise ValueError(f"{journal}: a half-moved output whose record {RECORD} cannot be read ({exc}); run the "
-                         "command that writes the directory again") from None  # fmt: skip
+        raise ValueError(
+            f"{journal}: a half-moved output whose record {RECORD} cannot be read ({exc}); run the "
+            "command that writes the directory again"
+        ) from None
 
 
 def _sha256(path: Path) -> str:
@@ -244,8 +246,11 @@ def settle(directory: str | Path, *, discard_unfinished: bool = False) -> None:
         shutil.rmtree(journal, ignore_errors=True)
     if journal.is_dir() and not journal.is_symlink():
         if (journal / RECORD).is_file() or any(journal.iterdir()):
-            warnings.warn(f"{directory}: finishing the move of the files a litebert process that is no longer "
-                          "running had written", stacklevel=3)  # fmt: skip
+            warnings.warn(
+                f"{directory}: finishing the move of the files a litebert process that is no longer "
+                "running had written",
+                stacklevel=3,
+            )
             _finish(directory)
         else:
             journal.rmdir()  # killed after the record was moved away: nothing left to do

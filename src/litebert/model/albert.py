@@ -45,8 +45,10 @@ def check_ids(input_ids: torch.Tensor, token_type_ids: torch.Tensor, config: Mod
         raise ValueError(f"sequence length {input_ids.shape[1]} exceeds the model's max_position {config.max_position}")
     if not on_host(input_ids) or not input_ids.numel():
         return
-    for name, ids, size in (("input_ids", input_ids, config.vocab_size),
-                            ("token_type_ids", token_type_ids, config.type_vocab_size)):  # fmt: skip
+    for name, ids, size in (
+        ("input_ids", input_ids, config.vocab_size),
+        ("token_type_ids", token_type_ids, config.type_vocab_size),
+    ):
         low, high = host_range(ids)
         if low < 0 or high >= size:
             raise ValueError(f"{name} hold {low if low < 0 else high}, outside [0, {size})")

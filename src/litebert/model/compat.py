@@ -152,9 +152,23 @@ def fused_adam_(
     the gradients are left divided by grad_scale. found_inf = 1.0 leaves every tensor as it was (read on the
     device)."""
     if fast("fused_adam"):
-        torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=lr, beta1=beta1, beta2=beta2,
-                           weight_decay=weight_decay, eps=eps, amsgrad=False, maximize=False, grad_scale=grad_scale,
-                           found_inf=found_inf)  # fmt: skip
+        torch._fused_adam_(
+            params,
+            grads,
+            exp_avgs,
+            exp_avg_sqs,
+            [],
+            steps,
+            lr=lr,
+            beta1=beta1,
+            beta2=beta2,
+            weight_decay=weight_decay,
+            eps=eps,
+            amsgrad=False,
+            maximize=False,
+            grad_scale=grad_scale,
+            found_inf=found_inf,
+        )
         return
     skip = None if found_inf is None else found_inf.to(torch.bool)
     keep = lambda old, new: old.copy_(new if skip is None else torch.where(skip, old, new))  # noqa: E731

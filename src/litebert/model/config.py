@@ -56,10 +56,12 @@ class ModelConfig:
     embedding_projection: bool | None = None
     group_rule: str = field(
         default="transformers",
-        metadata={"help": "layer i's group: 'transformers' int(i / (L / G)), or 'official' int(i / L * G) (as "
-                  "official checkpoints need); they differ for a few shapes only (22 layers in 22 groups)",
-                  "choices": GROUP_RULES},
-    )  # fmt: skip
+        metadata={
+            "help": "layer i's group: 'transformers' int(i / (L / G)), or 'official' int(i / L * G) (as "
+            "official checkpoints need); they differ for a few shapes only (22 layers in 22 groups)",
+            "choices": GROUP_RULES,
+        },
+    )
 
     def __post_init__(self) -> None:
         for name in (

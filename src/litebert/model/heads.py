@@ -96,8 +96,10 @@ def check_targets(
     B, T = input_ids.shape
     if masked_positions is not None:
         if masked_positions.dim() != 2 or masked_positions.shape[0] != B:
-            raise ValueError(f"masked_positions of shape {tuple(masked_positions.shape)} must be (batch, slots) for "
-                             f"input_ids of shape {tuple(input_ids.shape)}")  # fmt: skip
+            raise ValueError(
+                f"masked_positions of shape {tuple(masked_positions.shape)} must be (batch, slots) for "
+                f"input_ids of shape {tuple(input_ids.shape)}"
+            )
         if on_host(masked_positions) and masked_positions.numel():
             low, high = host_range(masked_positions)
             if low < 0 or high >= T:

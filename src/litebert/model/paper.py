@@ -35,12 +35,10 @@ def paper_rows() -> list[PaperRow]:
         PaperRow("bert-xlarge", preset("bert-xlarge"), "1270M", None, 1_275_291_648, 1_279_526_194),
         PaperRow("albert-base", preset("albert-base"), "12M", 11_683_584, 11_683_584, 11_813_810),
         PaperRow("albert-large", preset("albert-large"), "18M", 17_683_968, 17_683_968, 17_847_474),
-        PaperRow(
-            "albert-xlarge", preset("albert-xlarge"), "60M (59M in Table 3)", 58_724_864, 58_724_864, 59_021_490
-        ),  # fmt: skip
+        PaperRow("albert-xlarge", preset("albert-xlarge"), "60M (59M in Table 3)", 58_724_864, 58_724_864, 59_021_490),
         PaperRow(
             "albert-xxlarge", preset("albert-xxlarge"), "235M (233M in Table 3)", 222_595_584, 222_595_584, 223_158_450
-        ),  # fmt: skip
+        ),
     ]
     ablations = [  # (E, sharing, the paper's figure, the official count, litebert's backbone and total)
         (64, "none", "87M", 87_648_000, 87_648_000, 87_728_882),

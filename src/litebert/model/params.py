@@ -72,8 +72,12 @@ def extrapolated_count(config: ModelConfig) -> ParamCount:
 
     one, two = _built(with_units(1)), _built(with_units(2))
     n = _units(config)
-    return ParamCount(**{f.name: getattr(one, f.name) + (n - 1) * (getattr(two, f.name) - getattr(one, f.name))
-                         for f in fields(ParamCount)})  # fmt: skip
+    return ParamCount(
+        **{
+            f.name: getattr(one, f.name) + (n - 1) * (getattr(two, f.name) - getattr(one, f.name))
+            for f in fields(ParamCount)
+        }
+    )
 
 
 class _NoNormalInit(TorchFunctionMode):
@@ -130,9 +134,13 @@ class ModelTooLargeError(ValueError):
 
 
 def check_model_size(
-    config: ModelConfig, *, copies: int = 1, device: torch.device | str | None = None, shards: int = 1,
+    config: ModelConfig,
+    *,
+    copies: int = 1,
+    device: torch.device | str | None = None,
+    shards: int = 1,
     what: str = "ModelConfig",
-) -> ParamCount:  # fmt: skip
+) -> ParamCount:
     """Refuse `config` before any tensor is made when `copies` float32 copies of its weights (a `shards`-th of them
     each, as FSDP spreads them) exceed the memory available on `device` (None or a CPU: the host's), or, with
     LITEBERT_MAX_PARAMS set, when its parameters exceed that number instead; then a forward pass past the cost
@@ -164,9 +172,10 @@ def check_model_cost(config: ModelConfig, what: str = "ModelConfig") -> None:
     """Refuse a config whose forward pass applies more layers than LITEBERT_MAX_LAYERS allows (a billion shared
     layers are few parameters, and a step that never ends), before any tensor is made."""
     MAX_LAYERS.check(
-        config.num_layers * config.inner_group_num, f"{what}: num_layers",
+        config.num_layers * config.inner_group_num,
+        f"{what}: num_layers",
         f"num_layers {config.num_layers:,} x inner_group_num {config.inner_group_num:,}",
-    )  # fmt: skip
+    )
 
 
 def step_activation_bytes(config: ModelConfig, batch_size: int, seq_len: int, *, training: bool = True) -> int:
@@ -178,9 +187,14 @@ def step_activation_bytes(config: ModelConfig, batch_size: int, seq_len: int, *,
 
 
 def check_step_memory(
-    config: ModelConfig, batch_size: int, seq_len: int, *, device: torch.device | str | None = None,
-    training: bool = True, what: str = "--batch-size",
-) -> None:  # fmt: skip
+    config: ModelConfig,
+    batch_size: int,
+    seq_len: int,
+    *,
+    device: torch.device | str | None = None,
+    training: bool = True,
+    what: str = "--batch-size",
+) -> None:
     """Refuse, before any tensor is made, a micro-batch whose activations alone (step_activation_bytes, a lower
     bound) exceed the memory available on `device`: a step that could only end out of memory."""
     needed = step_activation_bytes(config, batch_size, seq_len, training=training)
@@ -240,9 +254,13 @@ def _cgroup_room() -> int | None:
     can be dropped aside; None without a limit."""
     for limit_file, usage_file, stat_file, key in (
         ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat", "inactive_file"),
-        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
-         "/sys/fs/cgroup/memory/memory.stat", "total_inactive_file"),
-    ):  # fmt: skip
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+            "/sys/fs/cgroup/memory/memory.stat",
+            "total_inactive_file",
+        ),
+    ):
         try:
             raw = Path(limit_file).read_text().strip()
             if raw == "max" or int(raw) >= 1 << 60:

@@ -60,8 +60,9 @@ def check_column(path: Path, field: str) -> None:
     column `field`: only its schema is read."""
     _pyarrow(path)
     if path.suffix.lower() in COMPRESSION_SUFFIXES:
-        raise ValueError(f"{path}: Parquet and Arrow files are read uncompressed (they compress inside): "
-                         f"decompress it first")  # fmt: skip
+        raise ValueError(
+            f"{path}: Parquet and Arrow files are read uncompressed (they compress inside): decompress it first"
+        )
     if not path.is_file():
         raise ValueError(f"{path}: not a regular file (a pipe, a socket or a device)")
     with _ColumnarFile(path, field) as table:
@@ -152,15 +153,17 @@ def _text_column(schema: Any, path: Path, field: str) -> int:
     found = schema.get_all_field_indices(field)
     if not found:
         names = ", ".join(repr(n) for n in schema.names[:20]) + (", ..." if len(schema.names) > 20 else "")
-        raise ValueError(f"{path}: no column {field!r} (its columns: {names or 'none'}); name the text column "
-                         "with --text-field")  # fmt: skip
+        raise ValueError(
+            f"{path}: no column {field!r} (its columns: {names or 'none'}); name the text column with --text-field"
+        )
     if len(found) > 1:
         raise ValueError(f"{path}: {len(found)} columns are named {field!r}; litebert reads a file with one")
     kind = schema.field(found[0]).type
     text = kind.value_type if pa.types.is_dictionary(kind) else kind
     if not (pa.types.is_string(text) or pa.types.is_large_string(text) or pa.types.is_string_view(text)):
-        raise ValueError(f"{path}: column {field!r} holds {kind}, not text (strings); name the text column with "
-                         "--text-field")  # fmt: skip
+        raise ValueError(
+            f"{path}: column {field!r} holds {kind}, not text (strings); name the text column with --text-field"
+        )
     return found[0]
 
 
@@ -194,8 +197,9 @@ class _ColumnarFile:
             return self
         except (OSError, pa.ArrowException) as exc:
             self.__exit__()
-            raise ValueError(f"{self.path}: cannot read it as {self.kind} (looking for column {self.field!r}): "
-                             f"{exc}") from exc  # fmt: skip
+            raise ValueError(
+                f"{self.path}: cannot read it as {self.kind} (looking for column {self.field!r}): {exc}"
+            ) from exc
         except BaseException:
             self.__exit__()
             raise
@@ -211,9 +215,11 @@ class _ColumnarFile:
         self.source.seek(max(size - 8, 0))
         tail = self.source.read(8)
         if tail != _STREAM_END:
-            raise ValueError(f"{self.path}: not a complete Arrow file: an Arrow stream ends with an end-of-stream "
-                             "marker, and this one has none (the file is truncated, or its writer was never closed; "
-                             f"looking for column {self.field!r})")  # fmt: skip
+            raise ValueError(
+                f"{self.path}: not a complete Arrow file: an Arrow stream ends with an end-of-stream "
+                "marker, and this one has none (the file is truncated, or its writer was never closed; "
+                f"looking for column {self.field!r})"
+            )
 
     def columns(self) -> Iterator[Any]:
         index = self.schema.get_field_index(self.field)

@@ -37,9 +37,11 @@ def iter_files(paths: Paths, *, exclude: Sequence[str | Path] = (), follow_links
             raise FileNotFoundError(f"no such file or directory: {path}")
     if outside:
         link, target = outside[0]
-        warnings.warn(f"skipped {len(outside)} symbolic link(s) that lead out of their input directory (first: "
-                      f"{link} -> {target}); pass --follow-links (ReadConfig.follow_links) to read them",
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"skipped {len(outside)} symbolic link(s) that lead out of their input directory (first: "
+            f"{link} -> {target}); pass --follow-links (ReadConfig.follow_links) to read them",
+            stacklevel=2,
+        )
     if skip:
         files = [f for f in files if not any(r == x or x in r.parents for r in [f.resolve()] for x in skip)]
     if not files:

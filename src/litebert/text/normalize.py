@@ -32,8 +32,16 @@ def combining_marks() -> dict[int, None]:
 # Default-ignorable code points outside Cc/Cf (Unicode's DerivedCoreProperties, which unicodedata lacks): the
 # combining grapheme joiner, Mongolian and standard variation selectors (the emoji "❤️" is "❤" + U+FE0F), and
 # the Hangul fillers (U+3164 stands for a blank in Korean chat text).
-_IGNORABLE = [0x034F, 0x115F, 0x1160, *range(0x180B, 0x1810), 0x3164, *range(0xFE00, 0xFE10), 0xFFA0,
-              *range(0xE0100, 0xE01F0)]  # fmt: skip
+_IGNORABLE = [
+    0x034F,
+    0x115F,
+    0x1160,
+    *range(0x180B, 0x1810),
+    0x3164,
+    *range(0xFE00, 0xFE10),
+    0xFFA0,
+    *range(0xE0100, 0xE01F0),
+]
 
 
 @cache

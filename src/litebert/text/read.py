@@ -43,46 +43,76 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 class ReadConfig:
     """How raw files become documents and sentences."""
 
-    documents: str = field(default="blank_line", metadata={
-        "help": "one document per file ('file'; default 'blank_line': blank lines separate documents)",
-        "flag": "--doc-per-file", "const": "file",
-    })  # fmt: skip
-    split: bool = field(default=True, metadata={
-        "help": "split paragraphs into sentences; --no-split: the input already has one sentence per line (the "
-                "official format)",
-    })  # fmt: skip
-    join_lines: bool = field(default=False, metadata={
-        "help": "the lines of a block are hard-wrapped text: join them before splitting",
-    })  # fmt: skip
-    blank_lines_wrap: bool = field(default=False, metadata={
-        "help": "with --doc-per-file: blank lines are wraps too, joined like lines (files that leave a blank line "
-                "after every wrapped line, as the Korean bills in tests/fixtures/corpora/ko)",
-    })  # fmt: skip
-    wraps_split_words: bool = field(default=False, metadata={
-        "help": "with --join-lines or --blank-lines-wrap: a wrapped line not ending in whitespace breaks inside a "
-                "word and joins the next without a space (text extracted from PDFs, as the Korean bills, whose "
-                "wraps keep a trailing space where they fall between words)",
-    })  # fmt: skip
-    text_field: str = field(default="text", metadata={
-        "help": "the field holding the text in .jsonl records, the column in .parquet and .arrow files",
-    })  # fmt: skip
-    language: str | None = field(default=None, metadata={
-        "help": "sentence splitter language, such as en, ko, ja or pt-BR (default: ko for paragraphs with Hangul, "
-                "else en)",
-    })  # fmt: skip
-    chunk_bytes: int = field(default=1 << 20, metadata={
-        "help": "longest read at once, in bytes; longer lines are read and split in pieces",
-    })  # fmt: skip
+    documents: str = field(
+        default="blank_line",
+        metadata={
+            "help": "one document per file ('file'; default 'blank_line': blank lines separate documents)",
+            "flag": "--doc-per-file",
+            "const": "file",
+        },
+    )
+    split: bool = field(
+        default=True,
+        metadata={
+            "help": "split paragraphs into sentences; --no-split: the input already has one sentence per line (the "
+            "official format)",
+        },
+    )
+    join_lines: bool = field(
+        default=False,
+        metadata={
+            "help": "the lines of a block are hard-wrapped text: join them before splitting",
+        },
+    )
+    blank_lines_wrap: bool = field(
+        default=False,
+        metadata={
+            "help": "with --doc-per-file: blank lines are wraps too, joined like lines (files that leave a blank line "
+            "after every wrapped line, as the Korean bills in tests/fixtures/corpora/ko)",
+        },
+    )
+    wraps_split_words: bool = field(
+        default=False,
+        metadata={
+            "help": "with --join-lines or --blank-lines-wrap: a wrapped line not ending in whitespace breaks inside a "
+            "word and joins the next without a space (text extracted from PDFs, as the Korean bills, whose "
+            "wraps keep a trailing space where they fall between words)",
+        },
+    )
+    text_field: str = field(
+        default="text",
+        metadata={
+            "help": "the field holding the text in .jsonl records, the column in .parquet and .arrow files",
+        },
+    )
+    language: str | None = field(
+        default=None,
+        metadata={
+            "help": "sentence splitter language, such as en, ko, ja or pt-BR (default: ko for paragraphs with Hangul, "
+            "else en)",
+        },
+    )
+    chunk_bytes: int = field(
+        default=1 << 20,
+        metadata={
+            "help": "longest read at once, in bytes; longer lines are read and split in pieces",
+        },
+    )
     # A document is held whole in memory (pairs are drawn within it), so a file with no blank lines at all stays
     # flat in memory this way.
-    max_document_chars: int = field(default=4_000_000, metadata={
-        "help": "a longer document is cut at the next sentence or line end, and the cut reported",
-    })  # fmt: skip
+    max_document_chars: int = field(
+        default=4_000_000,
+        metadata={
+            "help": "a longer document is cut at the next sentence or line end, and the cut reported",
+        },
+    )
     follow_links: bool = field(
         default=False,
-        metadata={"help": "read symbolic links inside an input directory that lead out of it (skipped by default, "
-                          "with a warning naming them); a path given explicitly is always read"},
-    )  # fmt: skip
+        metadata={
+            "help": "read symbolic links inside an input directory that lead out of it (skipped by default, "
+            "with a warning naming them); a path given explicitly is always read"
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.documents not in ("blank_line", "file"):
@@ -94,14 +124,20 @@ class ReadConfig:
         if not self.text_field:
             raise ValueError("ReadConfig.text_field must be a non-empty field name")
         if self.language is not None and not re.fullmatch(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*", self.language):
-            raise ValueError(f"ReadConfig.language (--language) must be a language code such as en, ko, ja or "
-                             f"pt-BR, got {self.language!r}")  # fmt: skip
+            raise ValueError(
+                f"ReadConfig.language (--language) must be a language code such as en, ko, ja or "
+                f"pt-BR, got {self.language!r}"
+            )
         if self.wraps_split_words and not (self.join_lines or self.blank_lines_wrap):
-            raise ValueError("ReadConfig.wraps_split_words (--wraps-split-words) needs join_lines (--join-lines) "
-                             "or blank_lines_wrap (--blank-lines-wrap): without them no line is joined")  # fmt: skip
+            raise ValueError(
+                "ReadConfig.wraps_split_words (--wraps-split-words) needs join_lines (--join-lines) "
+                "or blank_lines_wrap (--blank-lines-wrap): without them no line is joined"
+            )
         if self.blank_lines_wrap and self.documents != "file":
-            raise ValueError("ReadConfig.blank_lines_wrap (--blank-lines-wrap) needs documents='file' "
-                             "(--doc-per-file): blank lines would end documents")  # fmt: skip
+            raise ValueError(
+                "ReadConfig.blank_lines_wrap (--blank-lines-wrap) needs documents='file' "
+                "(--doc-per-file): blank lines would end documents"
+            )
 
 
 def read_documents(
@@ -168,8 +204,10 @@ def _is_jsonl(path: Path) -> bool:
     except READ_ERRORS:  # unreadable: said when the file's turn comes (not_text)
         return False
     if start == b"[":
-        raise ValueError(f"{path}: a JSON array; litebert streams JSON lines (one object per line, as .jsonl): "
-                         "convert it, e.g. jq -c '.[]' file.json > file.jsonl")  # fmt: skip
+        raise ValueError(
+            f"{path}: a JSON array; litebert streams JSON lines (one object per line, as .jsonl): "
+            "convert it, e.g. jq -c '.[]' file.json > file.jsonl"
+        )
     return start == b"{"
 
 
@@ -235,9 +273,11 @@ def _text_documents(path: Path, report: TextReport, cfg: ReadConfig) -> Iterator
             size += sum(map(len, doc[size_from:]))
             size_from = len(doc)
             if size >= cfg.max_document_chars:
-                cut_note = (f"{path}:{line_no}: document cut after {size:,} characters (the limit, "
-                            f"{cfg.max_document_chars:,}, is max_document_chars, which data build lowers to "
-                            "--window-chars)")  # fmt: skip
+                cut_note = (
+                    f"{path}:{line_no}: document cut after {size:,} characters (the limit, "
+                    f"{cfg.max_document_chars:,}, is max_document_chars, which data build lowers to "
+                    "--window-chars)"
+                )
                 yield doc
                 doc, size, size_from = [], 0, 0
     flush(True)

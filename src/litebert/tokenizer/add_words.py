@@ -57,8 +57,10 @@ def _new_word(base: Tokenizer, where: str, word: str) -> str:
     if not norm or " " in norm:
         raise ValueError(f"{where}cannot add {word!r}: normalised to {norm!r}, not a single word")
     if DIGIT_COMMA.search(norm):
-        raise ValueError(f"{where}cannot add {word!r}: it ends in a digit and a comma, which litebert tokenizers "
-                         "always split off (their digit + comma pieces are disabled)")  # fmt: skip
+        raise ValueError(
+            f"{where}cannot add {word!r}: it ends in a digit and a comma, which litebert tokenizers "
+            "always split off (their digit + comma pieces are disabled)"
+        )
     if "▁" in norm or word in SPECIAL_TOKENS.values() or norm in {p.lower() for p in SPECIAL_TOKENS.values()}:
         raise ValueError(f"{where}cannot add {word!r}: a special token or SentencePiece's word marker '▁', not a word")
     return norm

@@ -45,9 +45,18 @@ class Encoding:
 
 # Scripts written without spaces between words (by the names of their letters: CJK ideographs, kana, ...)
 _UNSPACED = (
-    "CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH", "HIRAGANA", "KATAKANA", "HALFWIDTH KATAKANA", "BOPOMOFO",
-    "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN",
-)  # fmt: skip
+    "CJK UNIFIED IDEOGRAPH",
+    "CJK COMPATIBILITY IDEOGRAPH",
+    "HIRAGANA",
+    "KATAKANA",
+    "HALFWIDTH KATAKANA",
+    "BOPOMOFO",
+    "THAI",
+    "LAO",
+    "KHMER",
+    "MYANMAR",
+    "TIBETAN",
+)
 
 
 def unspaced_script(char: str) -> bool:
@@ -86,16 +95,20 @@ class Tokenizer:
         settings = _read_settings(directory)
         proto = model.read_bytes()
         if not proto:  # sentencepiece takes an empty model for one without pieces, and fails on the first id
-            raise ValueError(f"{model}: empty (0 bytes), not a SentencePiece model; train the tokenizer again, or "
-                             "copy it back from where it was trained")  # fmt: skip
+            raise ValueError(
+                f"{model}: empty (0 bytes), not a SentencePiece model; train the tokenizer again, or "
+                "copy it back from where it was trained"
+            )
         expected = settings.pop("model_sha256", None)
         if normalizer is None or (directory / SETTINGS_FILE).is_file():
             normalizer = Normalizer(**settings)
         try:  # parsed first: a corrupt or cut file is said to be one, not another tokenizer's
             tok = cls(proto, normalizer, directory)
         except (RuntimeError, IndexError) as exc:  # sentencepiece's parse error; a model without pieces
-            raise ValueError(f"{model}: not a SentencePiece model, or a damaged one ({exc}); train the tokenizer "
-                             "again, or copy it back from where it was trained") from None  # fmt: skip
+            raise ValueError(
+                f"{model}: not a SentencePiece model, or a damaged one ({exc}); train the tokenizer "
+                "again, or copy it back from where it was trained"
+            ) from None
         if expected is not None and tok.checksum != expected:
             raise ValueError(
                 f"{model} does not match {directory / SETTINGS_FILE} (its model_sha256 differs): the two files "
@@ -342,8 +355,11 @@ def _describe(n: Normalizer) -> str:
     steps = ["drop Cc/Cf"] if n.drop_invisible else []
     steps += ["collapse spaces", "`` '' -> \""]
     if n.strip_accents:
-        steps.append("NFKD (compatibility jamo kept), drop combining marks, NFC" if n.keep_jamo else
-                     "NFKD, drop combining marks, NFC")  # fmt: skip
+        steps.append(
+            "NFKD (compatibility jamo kept), drop combining marks, NFC"
+            if n.keep_jamo
+            else "NFKD, drop combining marks, NFC"
+        )
     elif n.nfc:
         steps.append("NFC")
     return "; ".join(steps + (["lowercase"] if n.do_lower_case else []))

@@ -29,32 +29,56 @@ class TokenizerTrainConfig:
     """SentencePiece training settings (docs/paper.md §4)."""
 
     vocab_size: int = field(default=30000, metadata={"help": "pieces in the vocabulary, special ones included"})
-    do_lower_case: bool = field(default=True, metadata={
-        "help": "keep case (do_lower_case false; default: lower-case)", "flag": "--cased", "const": False,
-    })  # fmt: skip
-    strip_accents: bool = field(default=True, metadata={
-        "help": "do not strip accents (default: strip them)", "flag": "--keep-accents", "const": False,
-    })  # fmt: skip
-    character_coverage: float = field(default=0.99995, metadata={
-        "help": "share of the characters the vocabulary covers; the rarest others become <unk>",
-    })  # fmt: skip
-    input_sentence_size: int = field(default=10_000_000, metadata={
-        "help": "sentences trained on at most: a seeded uniform sample of them",
-    })  # fmt: skip
-    max_sentence_length: int = field(default=16384, metadata={
-        "help": "longest sentence trained on, in bytes (longer ones are left out and counted)",
-    })  # fmt: skip
+    do_lower_case: bool = field(
+        default=True,
+        metadata={
+            "help": "keep case (do_lower_case false; default: lower-case)",
+            "flag": "--cased",
+            "const": False,
+        },
+    )
+    strip_accents: bool = field(
+        default=True,
+        metadata={
+            "help": "do not strip accents (default: strip them)",
+            "flag": "--keep-accents",
+            "const": False,
+        },
+    )
+    character_coverage: float = field(
+        default=0.99995,
+        metadata={
+            "help": "share of the characters the vocabulary covers; the rarest others become <unk>",
+        },
+    )
+    input_sentence_size: int = field(
+        default=10_000_000,
+        metadata={
+            "help": "sentences trained on at most: a seeded uniform sample of them",
+        },
+    )
+    max_sentence_length: int = field(
+        default=16384,
+        metadata={
+            "help": "longest sentence trained on, in bytes (longer ones are left out and counted)",
+        },
+    )
     seed: int = field(default=12345, metadata={"help": "seed of the sample and of sentencepiece"})
-    num_threads: int = field(default=1, metadata={
-        "help": "sentencepiece's training threads (the same corpus, seed and threads give the same model)",
-        "flag": "--threads",
-    })  # fmt: skip
+    num_threads: int = field(
+        default=1,
+        metadata={
+            "help": "sentencepiece's training threads (the same corpus, seed and threads give the same model)",
+            "flag": "--threads",
+        },
+    )
     read: ReadConfig = field(default_factory=ReadConfig, metadata={"help": "how the corpus is read"})
 
     def __post_init__(self) -> None:
         if self.vocab_size < len(SPECIAL_TOKENS) + 10:
-            raise ValueError(f"the tokenizer's vocab_size (--vocab-size) must be >= {len(SPECIAL_TOKENS) + 10}, "
-                             f"got {self.vocab_size}")  # fmt: skip
+            raise ValueError(
+                f"the tokenizer's vocab_size (--vocab-size) must be >= {len(SPECIAL_TOKENS) + 10}, "
+                f"got {self.vocab_size}"
+            )
         if not 0.9 <= self.character_coverage <= 1.0:
             raise ValueError(
                 f"TokenizerTrainConfig.character_coverage must be in [0.9, 1], got {self.character_coverage}"
@@ -83,8 +107,10 @@ def _sentences(docs: Iterator[list[str]], cfg: TokenizerTrainConfig, bar: tqdm, 
                 bar.update(1)
                 yield text
     if too_long:
-        report.note(f"{too_long:,} sentence(s) longer than max_sentence_length={cfg.max_sentence_length:,} bytes "
-                    "left out of vocabulary training (unsplit long lines? drop --no-split)")  # fmt: skip
+        report.note(
+            f"{too_long:,} sentence(s) longer than max_sentence_length={cfg.max_sentence_length:,} bytes "
+            "left out of vocabulary training (unsplit long lines? drop --no-split)"
+        )
     bar.set_description("sentences read; training the unigram model")
     bar.refresh()
 
@@ -117,8 +143,10 @@ def check_tokenizer_out(out: Path, *, source: Path | None = None) -> None:
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out}: a file, not a directory; --out names the tokenizer directory to write")
     if source is not None and out.resolve() == source.resolve():
-        raise ValueError(f"{out}: the output is the tokenizer being extended; write the extended tokenizer to a new "
-                         "directory (--out), so that data and models built with this one keep their files")  # fmt: skip
+        raise ValueError(
+            f"{out}: the output is the tokenizer being extended; write the extended tokenizer to a new "
+            "directory (--out), so that data and models built with this one keep their files"
+        )
     found = model_files(out)
     if found:
         raise ValueError(

@@ -145,8 +145,10 @@ def read_marker(path: str | Path) -> dict[str, Any]:
         or type(marker.get("step")) is not int
         or not isinstance(marker.get("metric"), int | float | None)
     ):
-        raise ValueError(f"{marker_path}: corrupt completion marker (expected an object with an integer 'step', "
-                         "a numeric or null 'metric' and 'files' mapping names to sha256 digests)")  # fmt: skip
+        raise ValueError(
+            f"{marker_path}: corrupt completion marker (expected an object with an integer 'step', "
+            "a numeric or null 'metric' and 'files' mapping names to sha256 digests)"
+        )
     if TRAINER_STATE not in files:  # every checkpoint has one: unlisted, its checksum would go unchecked
         raise ValueError(f"{marker_path}: corrupt completion marker ('files' does not list {TRAINER_STATE})")
     return marker
@@ -262,9 +264,11 @@ def load_trainer_state(checkpoint: str | Path | Checkpoint) -> dict[str, Any]:
     try:
         return torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch's UnpicklingError suggests weights_only=False: never here
-        raise ValueError(f"{path / TRAINER_STATE}: not a litebert checkpoint's trainer state: it holds objects other "
-                         "than tensors and plain containers, which litebert never saves and will not unpickle "
-                         f"({type(exc).__name__})") from None  # fmt: skip
+        raise ValueError(
+            f"{path / TRAINER_STATE}: not a litebert checkpoint's trainer state: it holds objects other "
+            "than tensors and plain containers, which litebert never saves and will not unpickle "
+            f"({type(exc).__name__})"
+        ) from None
 
 
 def rng_state() -> dict[str, Any]:
@@ -283,9 +287,19 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 # What a resumable checkpoint holds besides the model, for any run (pretraining and fine-tuning alike).
 def save_state(
-    run_dir: Path, step: int, *, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, env: dist.DistEnv,
-    write_model: Callable[[Path], None], extra: dict[str, Any], metric: float | None = None, keep_last: int = 3,
-) -> Path | None:  # fmt: skip
+    run_dir: Path,
+    step: int,
+    *,
+    model: nn.Module,
+    optimizer: Any,
+    scaler: Any,
+    batches: Any,
+    env: dist.DistEnv,
+    write_model: Callable[[Path], None],
+    extra: dict[str, Any],
+    metric: float | None = None,
+    keep_last: int = 3,
+) -> Path | None:
     """Checkpoint `step`: collectives on every rank (call it on all), files from rank 0 only, which returns the
     checkpoint's directory. `write_model(dir)` writes the run's model files; `extra` goes into trainer.pt."""
     opt_state = dist.optimizer_state(model, optimizer)
@@ -294,11 +308,17 @@ def save_state(
     if not env.is_main:
         return None
     trainer_state = {
-        "step": step, "optimizer": opt_state, "scaler": scaler.state_dict() if scaler else {}, "rng": rngs,
-        "data": data, "world_size": env.world_size, **extra,
-    }  # fmt: skip
-    return save_checkpoint(run_dir, step, trainer_state=trainer_state, metric=metric, keep_last=keep_last,
-                           write_model=write_model)  # fmt: skip
+        "step": step,
+        "optimizer": opt_state,
+        "scaler": scaler.state_dict() if scaler else {},
+        "rng": rngs,
+        "data": data,
+        "world_size": env.world_size,
+        **extra,
+    }
+    return save_checkpoint(
+        run_dir, step, trainer_state=trainer_state, metric=metric, keep_last=keep_last, write_model=write_model
+    )
 
 
 def restore_state(
@@ -328,7 +348,9 @@ def check_world_size(path: Path, saved: int, world_size: int) -> None:
     (Fewer ranks with gradient accumulation would see the same global batches, but not the same dropout draws
     or per-rank loss averages: another run, which a new run from the weights starts honestly.)"""
     if saved != world_size:
-        raise ValueError(f"{path}: saved by {saved} process(es), continued by {world_size}; exact resume needs the "
-                         f"same world size (each rank's data position and random state are saved): start it on "
-                         f"{saved} (torchrun --nnodes x --nproc-per-node = {saved}, a fixed --nnodes rather than a "
-                         f"range), or start a new run from its weights with --init {path}")  # fmt: skip
+        raise ValueError(
+            f"{path}: saved by {saved} process(es), continued by {world_size}; exact resume needs the "
+            f"same world size (each rank's data position and random state are saved): start it on "
+            f"{saved} (torchrun --nnodes x --nproc-per-node = {saved}, a fixed --nnodes rather than a "
+            f"range), or start a new run from its weights with --init {path}"
+        )

@@ -27,60 +27,102 @@ class TrainConfig:
     """
 
     max_steps: int = field(default=125_000, metadata={"help": "optimizer steps to train"})
-    batch_size: int = field(default=32, metadata={
-        "help": "global micro-batch: sequences per forward pass, summed over all processes, before accumulation",
-    })  # fmt: skip
-    grad_accum: int = field(default=1, metadata={
-        "help": "micro-batches per optimizer step (a step sees batch_size * grad_accum sequences)",
-    })  # fmt: skip
-    optimizer: str = field(default="lamb", metadata={
-        "help": "lamb (the paper's), adamw_official (ALBERT's fine-tuning Adam: no bias correction) or adamw "
-                "(torch's, bias-corrected)",
-        "choices": OPTIMIZERS,
-    })  # fmt: skip
+    batch_size: int = field(
+        default=32,
+        metadata={
+            "help": "global micro-batch: sequences per forward pass, summed over all processes, before accumulation",
+        },
+    )
+    grad_accum: int = field(
+        default=1,
+        metadata={
+            "help": "micro-batches per optimizer step (a step sees batch_size * grad_accum sequences)",
+        },
+    )
+    optimizer: str = field(
+        default="lamb",
+        metadata={
+            "help": "lamb (the paper's), adamw_official (ALBERT's fine-tuning Adam: no bias correction) or adamw "
+            "(torch's, bias-corrected)",
+            "choices": OPTIMIZERS,
+        },
+    )
     lr: float = field(default=0.00176, metadata={"help": "peak learning rate"})
-    warmup_steps: int | None = field(default=None, metadata={
-        "help": "linear warmup steps (default: warmup_ratio of max_steps; the paper: 3125 of 125000)",
-    })  # fmt: skip
-    warmup_ratio: float = field(default=0.025, metadata={
-        "help": "warmup as a share of max_steps, when warmup_steps is not given",
-    })  # fmt: skip
-    lr_decay_power: float = field(default=1.0, metadata={
-        "help": "power of the decay from the peak to end_lr at max_steps (1: linear, the paper's)",
-    })  # fmt: skip
+    warmup_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "linear warmup steps (default: warmup_ratio of max_steps; the paper: 3125 of 125000)",
+        },
+    )
+    warmup_ratio: float = field(
+        default=0.025,
+        metadata={
+            "help": "warmup as a share of max_steps, when warmup_steps is not given",
+        },
+    )
+    lr_decay_power: float = field(
+        default=1.0,
+        metadata={
+            "help": "power of the decay from the peak to end_lr at max_steps (1: linear, the paper's)",
+        },
+    )
     end_lr: float = field(default=0.0, metadata={"help": "learning rate at max_steps"})
-    weight_decay: float = field(default=0.01, metadata={
-        "help": "weight decay (not of LayerNorm weights and biases, as the official code)",
-    })  # fmt: skip
+    weight_decay: float = field(
+        default=0.01,
+        metadata={
+            "help": "weight decay (not of LayerNorm weights and biases, as the official code)",
+        },
+    )
     beta1: float = field(default=0.9, metadata={"help": "decay of the gradient's running mean"})
     beta2: float = field(default=0.999, metadata={"help": "decay of the squared gradient's running mean"})
     eps: float = field(default=1e-6, metadata={"help": "added to the update's denominator"})
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradients clipped to this global norm (0: none)"})
-    precision: str = field(default="fp32", metadata={
-        "help": "autocast precision; auto: bf16 where the device has bf16 units, else fp32", "choices": PRECISIONS,
-    })  # fmt: skip
+    precision: str = field(
+        default="fp32",
+        metadata={
+            "help": "autocast precision; auto: bf16 where the device has bf16 units, else fp32",
+            "choices": PRECISIONS,
+        },
+    )
     seed: int = field(default=0, metadata={"help": "seed of the initial weights, the data order and dropout"})
     save_every: int = field(default=1000, metadata={"help": "steps between checkpoints", "metavar": "N"})
     keep_last: int = field(default=3, metadata={"help": "checkpoints kept besides the best one", "metavar": "N"})
     eval_every: int = field(default=1000, metadata={"help": "steps between held-out evaluations", "metavar": "N"})
-    eval_batches: int | None = field(default=None, metadata={
-        "help": "held-out batches per evaluation (default: the whole held-out split)", "metavar": "N",
-    })  # fmt: skip
+    eval_batches: int | None = field(
+        default=None,
+        metadata={
+            "help": "held-out batches per evaluation (default: the whole held-out split)",
+            "metavar": "N",
+        },
+    )
     log_every: int = field(default=10, metadata={"help": "steps between logged metrics", "metavar": "N"})
-    parallel: str = field(default="ddp", metadata={
-        "help": "under torchrun: replicas (ddp) or sharded weights and optimizer state (fsdp)", "choices": PARALLEL,
-    })  # fmt: skip
+    parallel: str = field(
+        default="ddp",
+        metadata={
+            "help": "under torchrun: replicas (ddp) or sharded weights and optimizer state (fsdp)",
+            "choices": PARALLEL,
+        },
+    )
     grad_checkpointing: bool = field(default=False, metadata={"help": "recompute activations in backward"})
-    compile: bool = field(default=False, metadata={
-        "help": "torch.compile the model: eager's arithmetic (dropout draws differ); slow to compile on CPU",
-    })  # fmt: skip
-    deterministic: bool = field(default=True, metadata={
-        "help": "torch's deterministic algorithms where they exist (warn-only where they do not)",
-    })  # fmt: skip
+    compile: bool = field(
+        default=False,
+        metadata={
+            "help": "torch.compile the model: eager's arithmetic (dropout draws differ); slow to compile on CPU",
+        },
+    )
+    deterministic: bool = field(
+        default=True,
+        metadata={
+            "help": "torch's deterministic algorithms where they exist (warn-only where they do not)",
+        },
+    )
     device: str = field(default="auto", metadata={"help": "auto: cuda when available", "choices": DEVICES})
-    tensorboard: bool = field(default=True, metadata={
-        "help": "also write TensorBoard event files (when the tensorboard package is installed)",
-    })  # fmt: skip
+    tensorboard: bool = field(
+        default=True,
+        metadata={
+            "help": "also write TensorBoard event files (when the tensorboard package is installed)",
+        },
+    )
     progress: bool = field(default=True, metadata={"help": "a progress bar"})
 
     def __post_init__(self) -> None:
@@ -89,9 +131,10 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
         MAX_STEP_SEQUENCES.check(
-            self.batch_size * self.grad_accum, "TrainConfig.batch_size (--batch-size x --grad-accum)",
+            self.batch_size * self.grad_accum,
+            "TrainConfig.batch_size (--batch-size x --grad-accum)",
             f"batch_size {self.batch_size:,} x grad_accum {self.grad_accum:,}",
-        )  # fmt: skip
+        )
         if self.log_every < 1:
             raise ValueError(f"TrainConfig.log_every must be >= 1, got {self.log_every}")
         if not 0 <= self.seed < 2**63:  # numpy's SeedSequence (the data order) takes no negative seed

@@ -120,8 +120,10 @@ def start_store(agent: dist.Store, rank: int, world: int, host: str, *, timeout_
                 store.set_timeout(default_pg_timeout)
                 return store
         time.sleep(0.1)
-    raise RuntimeError(f"rank {rank}: no store of this start of the job came up in {timeout_s:.0f} s (rank 0 did "
-                       "not start, or its node cannot be reached)")  # fmt: skip
+    raise RuntimeError(
+        f"rank {rank}: no store of this start of the job came up in {timeout_s:.0f} s (rank 0 did "
+        "not start, or its node cannot be reached)"
+    )
 
 
 def fit_threads(local_processes: int, device: torch.device, *, say: bool = True) -> int:
@@ -144,19 +146,25 @@ def fit_threads(local_processes: int, device: torch.device, *, say: bool = True)
     torchrun_default = os.environ.get("OMP_NUM_THREADS") == "1"  # or the user's: the two look alike
     message = None
     if local_processes * threads > cores and chosen:
-        message = (f"{local_processes} process(es) on this machine x {threads} threads each ({', '.join(chosen)}) "
-                   f"= {local_processes * threads} threads on the {cores} cores this process may use: threads "
-                   f"waiting for a core can make every step many times slower; set OMP_NUM_THREADS={fair}")  # fmt: skip
+        message = (
+            f"{local_processes} process(es) on this machine x {threads} threads each ({', '.join(chosen)}) "
+            f"= {local_processes * threads} threads on the {cores} cores this process may use: threads "
+            f"waiting for a core can make every step many times slower; set OMP_NUM_THREADS={fair}"
+        )
     elif local_processes * threads > cores:
         torch.set_num_threads(fair)
-        message = (f"{local_processes} process(es) on this machine x {threads} threads each would exceed the "
-                   f"{cores} cores this process may use: using {fair} thread(s) per process (OMP_NUM_THREADS "
-                   "sets them)")  # fmt: skip
+        message = (
+            f"{local_processes} process(es) on this machine x {threads} threads each would exceed the "
+            f"{cores} cores this process may use: using {fair} thread(s) per process (OMP_NUM_THREADS "
+            "sets them)"
+        )
         threads = fair
     elif device.type == "cpu" and local_processes > 1 and threads == 1 < fair and torchrun_default:
-        message = (f"{local_processes} processes x 1 thread (OMP_NUM_THREADS=1, which torchrun sets when it starts "
-                   f"several processes and none is given) leave {cores - local_processes} of the {cores} cores "
-                   f"idle; OMP_NUM_THREADS={fair} uses them")  # fmt: skip
+        message = (
+            f"{local_processes} processes x 1 thread (OMP_NUM_THREADS=1, which torchrun sets when it starts "
+            f"several processes and none is given) leave {cores - local_processes} of the {cores} cores "
+            f"idle; OMP_NUM_THREADS={fair} uses them"
+        )
     if message and say:
         warnings.warn(message, stacklevel=3)
     return threads
@@ -314,8 +322,9 @@ def check_same_everywhere(value: Any, env: DistEnv, what: str, hint: str) -> Non
     groups: dict[str, list[str]] = {}
     for rank, (host, v) in enumerate(seen):
         groups.setdefault(repr(v), []).append(f"{rank} ({host})")
-    views = "; ".join(f"rank(s) {', '.join(ranks[:8])}{' ...' if len(ranks) > 8 else ''} see {v}"
-                      for v, ranks in groups.items())  # fmt: skip
+    views = "; ".join(
+        f"rank(s) {', '.join(ranks[:8])}{' ...' if len(ranks) > 8 else ''} see {v}" for v, ranks in groups.items()
+    )
     raise ValueError(f"the ranks see different {what}: {views}; {hint}")
 
 

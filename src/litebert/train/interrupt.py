@@ -90,9 +90,12 @@ class Signals:
             signal.signal(other, signal.SIG_DFL)
         wait = stop_wait()
         if os.environ.get("RANK", "0") == "0":  # under torchrun every rank gets it: one says so
-            print(f"litebert: {signal.Signals(signum).name} received: finishing the {self.what} step in hand (at most "
-                  f"{wait:g} s, {WAIT_ENV}) and writing a checkpoint, then exiting (send it again to exit at once)",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"litebert: {signal.Signals(signum).name} received: finishing the {self.what} step in hand (at most "
+                f"{wait:g} s, {WAIT_ENV}) and writing a checkpoint, then exiting (send it again to exit at once)",
+                file=sys.stderr,
+                flush=True,
+            )
         if self._timer is None:
             self._timer = threading.Timer(wait, self._give_up, args=(signum, wait))
             self._timer.daemon = True
@@ -112,9 +115,12 @@ class Signals:
         except Exception:  # noqa: BLE001 (what is said must not keep the process alive)
             last = None
         saved = f"the last checkpoint is {last}" if last else "no checkpoint was written yet"
-        print(f"litebert: {signal.Signals(signum).name}: the {self.what} step in hand did not end within {wait:g} s "
-              f"({WAIT_ENV}); exiting without finishing it: {saved}; run the same command with --resume to continue",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"litebert: {signal.Signals(signum).name}: the {self.what} step in hand did not end within {wait:g} s "
+            f"({WAIT_ENV}); exiting without finishing it: {saved}; run the same command with --resume to continue",
+            file=sys.stderr,
+            flush=True,
+        )
         os._exit(128 + signum)
 
 

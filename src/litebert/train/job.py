@@ -58,9 +58,15 @@ PACKAGED_CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "moby-dick"  
 DEFAULT_PRESET = "tiny"
 # The embedded default run's settings (and its alone): sized to finish well inside 10 minutes on 2 CPU cores.
 DEFAULT_TRAIN = dict(
-    max_steps=1600, batch_size=32, lr=1e-2, warmup_ratio=0.1, save_every=400, eval_every=400, log_every=20,
+    max_steps=1600,
+    batch_size=32,
+    lr=1e-2,
+    warmup_ratio=0.1,
+    save_every=400,
+    eval_every=400,
+    log_every=20,
     precision="auto",
-)  # fmt: skip
+)
 # ALBERT v2 trains the encoder without dropout (docs/paper.md §1): at this scale it only slows MLM down.
 # The SOP classifier keeps its dropout: with a few thousand pairs it otherwise memorises their order.
 DEFAULT_MODEL = dict(hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.1)
@@ -74,42 +80,76 @@ class PretrainJob:
     """Everything `litebert pretrain` needs; `--config FILE` is this object as JSON (unknown keys refused)."""
 
     preset: str = field(default=DEFAULT_PRESET, metadata={"help": "model preset", "choices": tuple(PRESETS)})
-    model: dict[str, Any] = field(default_factory=dict, metadata={
-        "help": "ModelConfig fields over the preset (a --config file's)", "cli": False,
-    })  # fmt: skip
-    train: TrainConfig | None = field(default=None, metadata={
-        "help": "how to train: TrainConfig's defaults (the paper's recipe) as shown; the embedded default run (no "
-                "--data, --corpus, --preset or --init) has its own: "
-                + ", ".join(f"{k} {v}" for k, v in DEFAULT_TRAIN.items()),
-    })  # fmt: skip
-    data: DataConfig | None = field(default=None, metadata={
-        "help": "how data is built from the corpus (a --config file's; `litebert data build` takes each as a flag): "
-                "DataConfig's defaults, the embedded default run's own",
-        "cli": False,
-    })  # fmt: skip
-    corpus: list[str] | None = field(default=None, metadata={
-        "help": "raw text files or directories to train a tokenizer and build data from (default: the packaged "
-                "corpus, when no data is given)",
-        "nargs": "+", "metavar": "PATH",
-    })  # fmt: skip
-    data_dir: str | None = field(default=None, metadata={
-        "help": "data directory built by `litebert data build`", "flag": "--data", "metavar": "DIR",
-    })  # fmt: skip
-    tokenizer: str | None = field(default=None, metadata={
-        "help": "the tokenizer the data was built with (default: the data's copy of it, or one trained on the "
-                "corpus)",
-        "metavar": "DIR",
-    })  # fmt: skip
-    vocab_size: int = field(default=8000, metadata={
-        "help": "pieces of the tokenizer trained on the corpus", "metavar": "N",
-    })  # fmt: skip
-    read: ReadConfig = field(default_factory=ReadConfig, metadata={
-        "help": "how the corpus is read (documents, wrapped lines), as by `litebert text prepare`",
-    })  # fmt: skip
-    init_from: str | None = field(default=None, metadata={
-        "help": "start from a litebert or transformers ALBERT model directory (its own config)", "metavar": "DIR",
-        "flag": "--init", "aliases": ("--init-from",),
-    })  # fmt: skip
+    model: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={
+            "help": "ModelConfig fields over the preset (a --config file's)",
+            "cli": False,
+        },
+    )
+    train: TrainConfig | None = field(
+        default=None,
+        metadata={
+            "help": "how to train: TrainConfig's defaults (the paper's recipe) as shown; the embedded default run (no "
+            "--data, --corpus, --preset or --init) has its own: "
+            + ", ".join(f"{k} {v}" for k, v in DEFAULT_TRAIN.items()),
+        },
+    )
+    data: DataConfig | None = field(
+        default=None,
+        metadata={
+            "help": "how data is built from the corpus (a --config file's; `litebert data build` takes each as a "
+            "flag): DataConfig's defaults, the embedded default run's own",
+            "cli": False,
+        },
+    )
+    corpus: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "raw text files or directories to train a tokenizer and build data from (default: the packaged "
+            "corpus, when no data is given)",
+            "nargs": "+",
+            "metavar": "PATH",
+        },
+    )
+    data_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "data directory built by `litebert data build`",
+            "flag": "--data",
+            "metavar": "DIR",
+        },
+    )
+    tokenizer: str | None = field(
+        default=None,
+        metadata={
+            "help": "the tokenizer the data was built with (default: the data's copy of it, or one trained on the "
+            "corpus)",
+            "metavar": "DIR",
+        },
+    )
+    vocab_size: int = field(
+        default=8000,
+        metadata={
+            "help": "pieces of the tokenizer trained on the corpus",
+            "metavar": "N",
+        },
+    )
+    read: ReadConfig = field(
+        default_factory=ReadConfig,
+        metadata={
+            "help": "how the corpus is read (documents, wrapped lines), as by `litebert text prepare`",
+        },
+    )
+    init_from: str | None = field(
+        default=None,
+        metadata={
+            "help": "start from a litebert or transformers ALBERT model directory (its own config)",
+            "metavar": "DIR",
+            "flag": "--init",
+            "aliases": ("--init-from",),
+        },
+    )
 
     def __post_init__(self) -> None:
         for name in ("data_dir", "tokenizer", "init_from"):  # paths may come as Path objects
@@ -127,8 +167,10 @@ class PretrainJob:
             self.data = DataConfig(**self.defaults("data"))
         check_types(self)
         if self.corpus is not None and self.data_dir is not None:
-            raise ValueError("PretrainJob: 'corpus' (--corpus) and 'data_dir' (--data) both given; data_dir is data "
-                             "built already, so the corpus would be ignored: give one of them")  # fmt: skip
+            raise ValueError(
+                "PretrainJob: 'corpus' (--corpus) and 'data_dir' (--data) both given; data_dir is data "
+                "built already, so the corpus would be ignored: give one of them"
+            )
         if self.init_from is not None and self.preset != DEFAULT_PRESET:
             raise preset_with_init(self.preset)
 
@@ -158,8 +200,9 @@ class PretrainJob:
         model, name = data.get("model"), data.get("preset", DEFAULT_PRESET)
         if isinstance(model, dict) and model and isinstance(name, str) and name in PRESETS:  # named here, not later
             # the cost of its forward pass too, before any tokenizer or data is prepared for it
-            check_model_cost(ModelConfig.from_dict({**PRESETS[name], **model}, source=f"{source}: model"),
-                             f"{source}: model")  # fmt: skip
+            check_model_cost(
+                ModelConfig.from_dict({**PRESETS[name], **model}, source=f"{source}: model"), f"{source}: model"
+            )
         return from_dict(cls, data, source=source)
 
     @classmethod
@@ -169,14 +212,18 @@ class PretrainJob:
 
 
 def _is_default_run(fields: dict[str, Any]) -> bool:
-    return (all(fields.get(k) is None for k in ("corpus", "data_dir", "init_from"))
-            and fields.get("preset", DEFAULT_PRESET) == DEFAULT_PRESET)  # fmt: skip
+    return (
+        all(fields.get(k) is None for k in ("corpus", "data_dir", "init_from"))
+        and fields.get("preset", DEFAULT_PRESET) == DEFAULT_PRESET
+    )
 
 
 def preset_with_init(preset: str) -> ValueError:
     """The refusal of a preset named beside init_from (by the job, or by the command line for the default's name)."""
-    return ValueError(f"PretrainJob: 'preset' ({preset!r}, --preset) cannot be combined with 'init_from' "
-                      "(--init): the model's own config is used")  # fmt: skip
+    return ValueError(
+        f"PretrainJob: 'preset' ({preset!r}, --preset) cannot be combined with 'init_from' "
+        "(--init): the model's own config is used"
+    )
 
 
 def _section(data: dict, key: str, source: str) -> dict:
@@ -218,10 +265,18 @@ def run_job(
                 lock_for_resume(out, env)
             # rank 0 decides for all: ranks that part ways (one refusing, one training) hang in a collective
             plan = dist.main_decides(
-                lambda: plan_run(out, resume, job=job_to_dict(job), job_type=PretrainJob, model_fields=job.model,
-                                 data_dir=job.data_dir, overrides=overrides, env=env),
+                lambda: plan_run(
+                    out,
+                    resume,
+                    job=job_to_dict(job),
+                    job_type=PretrainJob,
+                    model_fields=job.model,
+                    data_dir=job.data_dir,
+                    overrides=overrides,
+                    env=env,
+                ),
                 env,
-            )  # fmt: skip
+            )
             summary = _run_plan(plan, job, out, env)
         if env.is_main and plan.kind != "finished":
             _plots(out)
@@ -235,8 +290,9 @@ def _run_plan(plan: RunPlan, job: PretrainJob, out: Path, env: dist.DistEnv) -> 
     if plan.kind == "fresh":
         return _fresh(job, out, env)
     if plan.kind == "finished":
-        warnings.warn(f"{out}: the job is finished (step {plan.step}; its model is {out / 'model'}): nothing to do",
-                      stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"{out}: the job is finished (step {plan.step}; its model is {out / 'model'}): nothing to do", stacklevel=3
+        )
         evaluation = read_json(out / EVAL_FILE)
         model_dir = out / "model" if env.is_main else None  # what the training rank 0 returns
         return TrainSummary(run_dir=out, steps=plan.step, start_step=plan.step, eval=evaluation, model_dir=model_dir)
@@ -295,8 +351,9 @@ def _prepare(job: PretrainJob, out: Path, *, paths_only: bool = False) -> tuple[
         tokenizer = out / "prep" / "tokenizer"
         if not paths_only:
             config = TokenizerTrainConfig(vocab_size=job.vocab_size, read=job.read)
-            train_tokenizer(corpus, tokenizer, config=config, progress=job.train.progress,
-                            also_write=write_hf_tokenizer_files)  # fmt: skip
+            train_tokenizer(
+                corpus, tokenizer, config=config, progress=job.train.progress, also_write=write_hf_tokenizer_files
+            )
     if paths_only:
         return tokenizer, data_dir
     workers = max(1, min(4, os.cpu_count() or 1))

@@ -108,9 +108,13 @@ def build_train_state(
         model.compile()  # in place: parameter names (checkpoints) are unchanged
     wrapped = dist.wrap_model(model, env, cfg.parallel, shard_blocks=shard_blocks, partial=partial)
     optimizer = build_optimizer(
-        params(wrapped), name=cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay,
-        betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
-    )  # fmt: skip
+        params(wrapped),
+        name=cfg.optimizer,
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        betas=(cfg.beta1, cfg.beta2),
+        eps=cfg.eps,
+    )
     scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
     return TrainState(wrapped, optimizer, scaler, env, cfg, objective)
 
@@ -121,9 +125,13 @@ def optimizer_step(
     """Optimizer step `step` (0-based); returns its pending values and the signal every rank stops for (or 0)."""
     cfg = tr.cfg
     lr = lr_schedule(
-        step, peak_lr=cfg.lr, warmup_steps=cfg.resolved_warmup_steps, total_steps=cfg.max_steps,
-        power=cfg.lr_decay_power, end_lr=cfg.end_lr,
-    )  # fmt: skip
+        step,
+        peak_lr=cfg.lr,
+        warmup_steps=cfg.resolved_warmup_steps,
+        total_steps=cfg.max_steps,
+        power=cfg.lr_decay_power,
+        end_lr=cfg.end_lr,
+    )
     set_lr(tr.optimizer, lr)
     tr.model.train()
     totals, host = None, 0.0
@@ -255,9 +263,16 @@ def fit(
 
 
 def _host_point(
-    tr: TrainState, hooks: Hooks, logger: MetricsLogger, window: Window, pending: list[Pending], done: Fitted,
-    stop: int, progress: Any, what: str,
-) -> None:  # fmt: skip
+    tr: TrainState,
+    hooks: Hooks,
+    logger: MetricsLogger,
+    window: Window,
+    pending: list[Pending],
+    done: Fitted,
+    stop: int,
+    progress: Any,
+    what: str,
+) -> None:
     step = done.step
     stop = stop if step < tr.cfg.max_steps else 0  # the last step done: the run finishes (its model, its results)
     log = step % tr.cfg.log_every == 0 or step == tr.cfg.max_steps

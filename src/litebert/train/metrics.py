@@ -21,10 +21,21 @@ METRICS_FILE = "metrics.jsonl"
 # papers and other trainers use, so figures compare. The first name found in torch.cuda.get_device_name wins
 # ("L40S" before "L4"; GH200 has the H200's peak). Elsewhere, and for fp32, the peak is measured.
 DATASHEET_TFLOPS = (
-    ("H200", 989.0), ("H100 NVL", 835.0), ("H100 PCIe", 756.0), ("H100", 989.0), ("B200", 2250.0),
-    ("A100", 312.0), ("A800", 312.0), ("L40S", 362.0), ("L40", 181.0), ("L4", 121.0), ("A10G", 70.0),
-    ("A10", 125.0), ("RTX 4090", 165.0), ("RTX 3090", 71.0),
-)  # fmt: skip
+    ("H200", 989.0),
+    ("H100 NVL", 835.0),
+    ("H100 PCIe", 756.0),
+    ("H100", 989.0),
+    ("B200", 2250.0),
+    ("A100", 312.0),
+    ("A800", 312.0),
+    ("L40S", 362.0),
+    ("L40", 181.0),
+    ("L4", 121.0),
+    ("A10G", 70.0),
+    ("A10", 125.0),
+    ("RTX 4090", 165.0),
+    ("RTX 3090", 71.0),
+)
 
 
 def peak_flops(device: torch.device, precision: str) -> tuple[float, str]:

@@ -281,8 +281,9 @@ class AdamWeightDecay(torch.optim.AdamW):
             count = torch.float32 if on_device or torch.get_default_dtype() != torch.float64 else torch.float64
             for p in group["params"]:
                 if p.grad is not None and not self.state[p]:
-                    self.state[p]["step"] = torch.tensor(NO_BIAS_CORRECTION, dtype=count,
-                                                         device=p.device if on_device else "cpu")  # fmt: skip
+                    self.state[p]["step"] = torch.tensor(
+                        NO_BIAS_CORRECTION, dtype=count, device=p.device if on_device else "cpu"
+                    )
                     self.state[p]["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                     self.state[p]["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
         return super().step(closure)

@@ -34,8 +34,9 @@ def resolve_precision(precision: str, device: torch.device) -> str:
         warnings.warn(
             f"TrainConfig.precision 'bf16' on a {device.type} without bf16 units (on a CPU: no AVX512-BF16 or AMX): "
             "torch emulates its bf16 matmuls there, on such CPUs in a reference kernel often 10x slower than fp32; "
-            "--precision fp32 or auto is faster here", stacklevel=2,
-        )  # fmt: skip
+            "--precision fp32 or auto is faster here",
+            stacklevel=2,
+        )
     return precision
 
 

@@ -79,16 +79,24 @@ def pretrain(
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS
         torch.use_deterministic_algorithms(True, warn_only=True)
     try:
-        return _pretrain_in(model_config, train_config, data_dir, out_dir, batches, eval_batches, resume, init_from,
-                            tokenizer_dir)  # fmt: skip
+        return _pretrain_in(
+            model_config, train_config, data_dir, out_dir, batches, eval_batches, resume, init_from, tokenizer_dir
+        )
     finally:
         torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])  # the caller's setting again
 
 
 def _pretrain_in(
-    model_config: ModelConfig, train_config: TrainConfig, data_dir: Any, out_dir: Any, batches: Any,
-    eval_batches: Any, resume: bool | Checkpoint, init_from: Any, tokenizer_dir: Any,
-) -> TrainSummary:  # fmt: skip
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    data_dir: Any,
+    out_dir: Any,
+    batches: Any,
+    eval_batches: Any,
+    resume: bool | Checkpoint,
+    init_from: Any,
+    tokenizer_dir: Any,
+) -> TrainSummary:
     env = dist.setup(train_config.device)
     # "auto" is settled before the run config is saved, so a resume elsewhere keeps the run's own arithmetic.
     train_config = replace(train_config, precision=resolve_precision(train_config.precision, env.device))
@@ -101,9 +109,15 @@ def _pretrain_in(
     try:  # the run seeds torch's generators; the caller's random streams go on as they were
         with torch.random.fork_rng(devices=[env.device] if env.device.type == "cuda" else []):
             run = open_run(
-                model_config, train_config, out_dir, env,
-                data_dir=data_dir, resume=resume, init_from=init_from, tokenizer_dir=tokenizer_dir,
-            )  # fmt: skip
+                model_config,
+                train_config,
+                out_dir,
+                env,
+                data_dir=data_dir,
+                resume=resume,
+                init_from=init_from,
+                tokenizer_dir=tokenizer_dir,
+            )
             if batches is None:
                 batches, eval_batches = _data_batches(data_dir, train_config, env)
             return _train(run, model_config, train_config, env, batches, eval_batches)
@@ -120,9 +134,13 @@ def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistE
     def source(split: str) -> Any:
         # PretrainingBatches takes the per-rank batch; TrainConfig.batch_size is the global micro-batch.
         return PretrainingBatches(
-            data_dir, batch_size=cfg.batch_size // env.world_size, split=split, seed=cfg.seed, rank=env.rank,
+            data_dir,
+            batch_size=cfg.batch_size // env.world_size,
+            split=split,
+            seed=cfg.seed,
+            rank=env.rank,
             world_size=env.world_size,
-        )  # fmt: skip
+        )
 
     splits = read_manifest(data_dir)["splits"]
     examples = sum(splits["train"]["shard_examples"])
@@ -169,8 +187,16 @@ def _train(
         summary.eval = _eval(tr, mcfg, eval_batches, step, quiet if done else logger)
     progress, t0 = _progress(cfg, env, step), time.perf_counter()
     try:
-        fitted = fit(tr, source, _hooks(run, tr, mcfg, source, eval_batches, logger, summary), logger, step=step,
-                     carried=carried, progress=progress, what="pretraining")  # fmt: skip
+        fitted = fit(
+            tr,
+            source,
+            _hooks(run, tr, mcfg, source, eval_batches, logger, summary),
+            logger,
+            step=step,
+            carried=carried,
+            progress=progress,
+            what="pretraining",
+        )
     finally:
         if progress is not None:
             progress.close()
@@ -184,9 +210,14 @@ def _train(
 
 
 def _hooks(
-    run: RunFiles, tr: TrainState, mcfg: ModelConfig, source: Prefetcher, eval_batches: Any, logger: MetricsLogger,
+    run: RunFiles,
+    tr: TrainState,
+    mcfg: ModelConfig,
+    source: Prefetcher,
+    eval_batches: Any,
+    logger: MetricsLogger,
     summary: TrainSummary,
-) -> Hooks:  # fmt: skip
+) -> Hooks:
     cfg = tr.cfg
 
     def evaluate_at(step: int, rows: list) -> None:
@@ -197,10 +228,12 @@ def _hooks(
         return save_training_state(run, tr.model, tr.optimizer, tr.scaler, source, step, metric, tr.env, rows)
 
     return Hooks(
-        save=save, save_due=lambda step: step % cfg.save_every == 0 or step == cfg.max_steps,
-        evaluate=evaluate_at, eval_due=lambda step: step % cfg.eval_every == 0 or step == cfg.max_steps,
+        save=save,
+        save_due=lambda step: step % cfg.save_every == 0 or step == cfg.max_steps,
+        evaluate=evaluate_at,
+        eval_due=lambda step: step % cfg.eval_every == 0 or step == cfg.max_steps,
         last_checkpoint=run.last_checkpoint,
-    )  # fmt: skip
+    )
 
 
 # Host statistics of a pretraining batch, summed over micro-batches and ranks (prepare_batch).
@@ -238,8 +271,14 @@ def pretraining_objective(mcfg: ModelConfig) -> Objective:
         if not host[PAIRS]:  # no pair label in the whole step (objective "none"), on any rank
             _drop_pair_head_grads(model)
 
-    return Objective(loss=_loss, prepare=prepare_batch, row=_row, averaged=("loss", "mlm_acc", "sop_acc", "grad_norm"),
-                     flops=flops, before_update=before_update)  # fmt: skip
+    return Objective(
+        loss=_loss,
+        prepare=prepare_batch,
+        row=_row,
+        averaged=("loss", "mlm_acc", "sop_acc", "grad_norm"),
+        flops=flops,
+        before_update=before_update,
+    )
 
 
 def _loss(model: nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -302,9 +341,13 @@ def _eval(tr: TrainState, mcfg: ModelConfig, eval_batches: Any, step: int, logge
         # DDP's forward may broadcast buffers (a collective); the plain module needs no peers.
         model = dist.unwrap(tr.model)
         result = evaluate(
-            model, eval_batches(), tr.env, precision=tr.cfg.precision,
-            max_batches=tr.cfg.eval_batches, vocab_size=mcfg.vocab_size,
-        )  # fmt: skip
+            model,
+            eval_batches(),
+            tr.env,
+            precision=tr.cfg.precision,
+            max_batches=tr.cfg.eval_batches,
+            vocab_size=mcfg.vocab_size,
+        )
     result = {"step": step, "split": "eval", **result}
     logger.log(result)
     return result

@@ -63,8 +63,9 @@ def pair_outputs(
     pooled, logits = [], []
     try:
         for batch in probe_batches(examples, batch_size, pad_id):
-            out = model(batch["input_ids"].to(device), batch["attention_mask"].to(device),
-                        batch["token_type_ids"].to(device))  # fmt: skip
+            out = model(
+                batch["input_ids"].to(device), batch["attention_mask"].to(device), batch["token_type_ids"].to(device)
+            )
             pooled.append(out.pooled.float().cpu())
             logits.append(out.sop_logits.float().cpu())
     finally:
@@ -73,9 +74,16 @@ def pair_outputs(
 
 
 def score_pairs(
-    model: nn.Module, train: ExampleBatch, held_out: ExampleBatch, *, pad_id: int, dev_fraction: float = 0.2,
-    seed: int = 0, l2s: tuple[float, ...] = L2S, batch_size: int = 64,
-) -> dict:  # fmt: skip
+    model: nn.Module,
+    train: ExampleBatch,
+    held_out: ExampleBatch,
+    *,
+    pad_id: int,
+    dev_fraction: float = 0.2,
+    seed: int = 0,
+    l2s: tuple[float, ...] = L2S,
+    batch_size: int = 64,
+) -> dict:
     """A model's accuracy on the held-out probe set of one pair task: with its own pair head ("head_accuracy",
     label 1 where it answers "swapped" / "random B") and with a linear probe on its frozen pooled features
     ("probe_accuracy", fitted on ``train`` with ``dev_fraction`` of it held apart to choose the penalty)."""

@@ -172,18 +172,33 @@ def _write_model(directory: Path, state: dict, config: ModelConfig, tokenizer_di
 
 
 def save_training_state(
-    run: RunFiles, model: nn.Module, optimizer: Any, scaler: Any, batches: Any, step: int,
-    metric: float | None, env: dist.DistEnv, log_window: list[dict[str, float]] | None = None,
-) -> Path | None:  # fmt: skip
+    run: RunFiles,
+    model: nn.Module,
+    optimizer: Any,
+    scaler: Any,
+    batches: Any,
+    step: int,
+    metric: float | None,
+    env: dist.DistEnv,
+    log_window: list[dict[str, float]] | None = None,
+) -> Path | None:
     """Checkpoint `step` (collectives on every rank, files from rank 0 only). `log_window`: the per-step
     statistics since the last train record, which a resumed run must average in."""
     weights = dist.full_state_dict(model)
     config = dist.unwrap(model).config
     path = save_state(
-        run.run_dir, step, model=model, optimizer=optimizer, scaler=scaler, batches=batches, env=env,
-        write_model=lambda d: _write_model(d, weights, config, run.tokenizer_dir), metric=metric,
-        keep_last=run.keep_last, extra={"scheduler": {"step": step}, "log_window": log_window or []},
-    )  # fmt: skip
+        run.run_dir,
+        step,
+        model=model,
+        optimizer=optimizer,
+        scaler=scaler,
+        batches=batches,
+        env=env,
+        write_model=lambda d: _write_model(d, weights, config, run.tokenizer_dir),
+        metric=metric,
+        keep_last=run.keep_last,
+        extra={"scheduler": {"step": step}, "log_window": log_window or []},
+    )
     if env.is_main:
         run.record_resume()
     dist.barrier(env)
@@ -191,18 +206,25 @@ def save_training_state(
 
 
 def open_run(
-    model_config: ModelConfig, train_config: TrainConfig, out_dir: str | Path, env: dist.DistEnv, *,
-    data_dir: str | Path | None, resume: bool | Checkpoint, init_from: str | Path | None,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    out_dir: str | Path,
+    env: dist.DistEnv,
+    *,
+    data_dir: str | Path | None,
+    resume: bool | Checkpoint,
+    init_from: str | Path | None,
     tokenizer_dir: str | Path | None,
-) -> RunFiles:  # fmt: skip
+) -> RunFiles:
     """Check everything on rank 0, then set up RUN_DIR; every rank gets the same answer or the same error.
     `resume`: True continues the newest complete checkpoint, a Checkpoint (planned by `plan_run`) that one."""
     check_precision(train_config.precision, env.device)  # before anything is written
     result: Any = None
     if env.is_main:
         try:
-            result = _open_run_main(model_config, train_config, Path(out_dir), data_dir, resume, init_from,
-                                    tokenizer_dir)  # fmt: skip
+            result = _open_run_main(
+                model_config, train_config, Path(out_dir), data_dir, resume, init_from, tokenizer_dir
+            )
         except (ValueError, FileNotFoundError) as exc:
             result = exc
     result = dist.broadcast_object(result, env)
@@ -212,9 +234,14 @@ def open_run(
 
 
 def _open_run_main(
-    mcfg: ModelConfig, cfg: TrainConfig, run_dir: Path, data_dir: Any, resume: bool | Checkpoint, init_from: Any,
+    mcfg: ModelConfig,
+    cfg: TrainConfig,
+    run_dir: Path,
+    data_dir: Any,
+    resume: bool | Checkpoint,
+    init_from: Any,
     tokenizer_dir: Any,
-) -> RunFiles:  # fmt: skip
+) -> RunFiles:
     init = Path(init_from) if init_from is not None else None
     if init is not None and not init.is_dir():
         raise FileNotFoundError(f"{init}: --init directory not found")
@@ -291,8 +318,10 @@ def _started(run_dir: Path, newest: Checkpoint | None) -> bool:
 
 def already_started(run_dir: Path) -> ValueError:
     """The refusal of a new run in a directory that holds one."""
-    return ValueError(f"{run_dir} already holds a run; pass --resume to continue it (--resume auto starts or "
-                      "continues it) or choose another --out (nothing was overwritten)")  # fmt: skip
+    return ValueError(
+        f"{run_dir} already holds a run; pass --resume to continue it (--resume auto starts or "
+        "continues it) or choose another --out (nothing was overwritten)"
+    )
 
 
 def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig, resume: bool | Checkpoint) -> Checkpoint:
@@ -313,8 +342,11 @@ def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir
     run.lock_dir()  # before anything is written into it
     stale = [p for p in (run.run_dir / METRICS_FILE, checkpoint_dir(run.run_dir)) if p.exists()]
     if stale:  # no usable checkpoint (run_started): its records and damaged checkpoints go
-        warnings.warn(f"{run.run_dir}: an earlier run stopped before its first usable checkpoint; it starts "
-                      f"again and its {', '.join(p.name for p in stale)} are replaced", stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{run.run_dir}: an earlier run stopped before its first usable checkpoint; it starts "
+            f"again and its {', '.join(p.name for p in stale)} are replaced",
+            stacklevel=2,
+        )
         for path in stale:
             if path.is_dir():
                 shutil.rmtree(path)
@@ -326,11 +358,12 @@ def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir
         copy_tokenizer_with_hf_files(run.tokenizer_dir, stored)  # transformers' files too, for the models written
         run.tokenizer_dir = stored
     config = {
-        "model": mcfg.to_dict(), "train": cfg.to_dict(),
+        "model": mcfg.to_dict(),
+        "train": cfg.to_dict(),
         "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,  # for a resume from anywhere
         "data_identity": data_identity(Path(data_dir)) if data_dir is not None else None,
         "init_from": str(run.init_from) if run.init_from is not None else None,
-    }  # fmt: skip
+    }
     write_json(config, run.run_dir / RUN_CONFIG)
 
 
@@ -347,8 +380,16 @@ def _diff(a: ModelConfig, b: ModelConfig) -> str:
 # Training settings the same job may change between starts: how often it logs, evaluates and saves, and how
 # it computes the same arithmetic. Everything else (max_steps included: it moves the learning-rate decay) is
 # the job itself.
-NEUTRAL = ("save_every", "eval_every", "log_every", "keep_last", "progress", "tensorboard", "compile",
-           "grad_checkpointing")  # fmt: skip
+NEUTRAL = (
+    "save_every",
+    "eval_every",
+    "log_every",
+    "keep_last",
+    "progress",
+    "tensorboard",
+    "compile",
+    "grad_checkpointing",
+)
 _PATHS = ("tokenizer", "init_from", "data_dir")
 
 
@@ -373,8 +414,10 @@ def differences(job: dict[str, Any], job_type: type, out: Path, device: torch.de
     flag."""
     path = out / JOB_FILE
     if not path.is_file():
-        raise ValueError(f"{out} holds a run with no record of its job ({JOB_FILE}: started by an earlier litebert, "
-                         "or by pretrain() itself); continue it with --resume, or choose another --out")  # fmt: skip
+        raise ValueError(
+            f"{out} holds a run with no record of its job ({JOB_FILE}: started by an earlier litebert, "
+            "or by pretrain() itself); continue it with --resume, or choose another --out"
+        )
     recorded, given = read_json(path), job_record(job)
     found = []
     for key, value in given.items():
@@ -398,8 +441,10 @@ def _data_differences(job_type: type, given: str | None, recorded: str | None, o
         return [f"--data {given}: no manifest.json there (the run's data is {recorded})"]
     identity = read_json(out / RUN_CONFIG).get("data_identity")
     if identity is not None and data_identity(Path(given)) != identity:
-        return [f"--data {given}: other data than the run's ({recorded}; compared by identity, the sha256 of what "
-                "its manifest says was built)"]  # fmt: skip
+        return [
+            f"--data {given}: other data than the run's ({recorded}; compared by identity, the sha256 of what "
+            "its manifest says was built)"
+        ]
     return []
 
 
@@ -428,9 +473,13 @@ def check_fits(config: ModelConfig, train: TrainConfig, env: dist.DistEnv) -> No
 
 
 def _resume_plan(
-    out: Path, newest: Checkpoint | None, model_fields: dict[str, Any], data_dir: str | None,
-    overrides: dict[str, Any], env: dist.DistEnv,
-) -> RunPlan:  # fmt: skip
+    out: Path,
+    newest: Checkpoint | None,
+    model_fields: dict[str, Any],
+    data_dir: str | None,
+    overrides: dict[str, Any],
+    env: dist.DistEnv,
+) -> RunPlan:
     """The model config, settings and data RUN_DIR continues with from `newest`: its own, `overrides` on top of its
     train config and `data_dir` (where its data is now) instead of the recorded one; refusals name what to
     change."""
@@ -440,13 +489,17 @@ def _resume_plan(
     saved = read_json(path)
     if not isinstance(saved, dict) or not isinstance(saved.get("train"), dict):
         got = type(saved.get("train") if isinstance(saved, dict) else saved).__name__
-        raise ValueError(f"{path}: field 'train' must be an object of TrainConfig fields, got {got}; the file was "
-                         "edited or damaged (litebert pretrain writes it at the start of a run)")  # fmt: skip
+        raise ValueError(
+            f"{path}: field 'train' must be an object of TrainConfig fields, got {got}; the file was "
+            "edited or damaged (litebert pretrain writes it at the start of a run)"
+        )
     if newest is None:
         found = len(list_checkpoints(out))
         why = f"all {found} checkpoint(s) are incomplete or corrupt (see the warnings)" if found else "none saved"
-        raise FileNotFoundError(f"{out}: --resume given but it holds no usable checkpoint: {why}; run the same "
-                                "command without --resume to start it again")  # fmt: skip
+        raise FileNotFoundError(
+            f"{out}: --resume given but it holds no usable checkpoint: {why}; run the same "
+            "command without --resume to start it again"
+        )
     ckpt, step = newest.path, newest.step
     model_config = load_config(ckpt)
     if model_fields and ModelConfig.from_dict({**model_config.to_dict(), **model_fields}) != model_config:
@@ -454,8 +507,9 @@ def _resume_plan(
     data_dir = data_dir or saved.get("data_dir")
     if data_dir is not None and not Path(data_dir).is_dir():
         given = "given" if data_dir != saved.get("data_dir") else f"recorded in {path}"
-        raise FileNotFoundError(f"{data_dir}: the run's data directory ({given}) not found; pass --data DIR "
-                                "where the run's data is now")  # fmt: skip
+        raise FileNotFoundError(
+            f"{data_dir}: the run's data directory ({given}) not found; pass --data DIR where the run's data is now"
+        )
     if overrides.get("precision") == "auto":  # the run saved the precision it resolved to: compare with that
         overrides = {**overrides, "precision": resolve_precision("auto", env.device)}
     train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
@@ -464,8 +518,10 @@ def _resume_plan(
     check_world_size(ckpt, saved_world_size(ckpt), env.world_size)
     # A run killed after its last checkpoint but before its model was written resumes with no step to train.
     if train.max_steps < step or (train.max_steps == step and finished_at(out, ckpt, step)):
-        raise ValueError(f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
-                         "pass a larger --max-steps to train further")  # fmt: skip
+        raise ValueError(
+            f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
+            "pass a larger --max-steps to train further"
+        )
     _warn_changed(out, from_dict(TrainConfig, saved["train"], source=f"{path}: train"), train, overrides, step)
     return RunPlan("resume", checkpoint=newest, model_config=model_config, train=train, data_dir=data_dir)
 
@@ -480,20 +536,26 @@ def _warn_changed(out: Path, before: TrainConfig, train: TrainConfig, overrides:
     ):
         changed["warmup (steps, from max_steps)"] = f"{before.resolved_warmup_steps} -> {train.resolved_warmup_steps}"
     if changed:
-        warnings.warn(f"resuming {out} with changed settings {changed}: it continues with them, so it will not "
-                      "reproduce an uninterrupted run", stacklevel=4)  # fmt: skip
+        warnings.warn(
+            f"resuming {out} with changed settings {changed}: it continues with them, so it will not "
+            "reproduce an uninterrupted run",
+            stacklevel=4,
+        )
 
 
 def _check_fixed(out: Path, saved: dict[str, Any], overrides: dict[str, Any]) -> None:
     """Settings the checkpoint's state belongs to: refused when changed, before anything is loaded."""
-    fixed = {"batch_size": "exact resume restores the data position, saved per batch of this size and seed",
-             "seed": "exact resume restores the data position, saved per batch of this size and seed",
-             "optimizer": "the checkpoint holds this optimizer's state; start a new run with --init "
-                          "RUN_DIR/model to train on with another"}  # fmt: skip
+    fixed = {
+        "batch_size": "exact resume restores the data position, saved per batch of this size and seed",
+        "seed": "exact resume restores the data position, saved per batch of this size and seed",
+        "optimizer": "the checkpoint holds this optimizer's state; start a new run with --init "
+        "RUN_DIR/model to train on with another",
+    }
     for key, why in fixed.items():
         if key in overrides and overrides[key] != saved.get(key):
-            raise ValueError(f"{out}: --resume needs the run's own {key} ({saved.get(key)}), got {overrides[key]}: "
-                             f"{why}")  # fmt: skip
+            raise ValueError(
+                f"{out}: --resume needs the run's own {key} ({saved.get(key)}), got {overrides[key]}: {why}"
+            )
 
 
 @dataclass
@@ -510,9 +572,16 @@ class RunPlan:
 
 
 def plan_run(
-    out: Path, resume: bool | str, *, job: dict[str, Any], job_type: type, model_fields: dict[str, Any],
-    data_dir: str | None, overrides: dict[str, Any], env: dist.DistEnv,
-) -> RunPlan:  # fmt: skip
+    out: Path,
+    resume: bool | str,
+    *,
+    job: dict[str, Any],
+    job_type: type,
+    model_fields: dict[str, Any],
+    data_dir: str | None,
+    overrides: dict[str, Any],
+    env: dist.DistEnv,
+) -> RunPlan:
     """Every check before anything is written, on rank 0, the newest checkpoint verified once. `job` is the job as
     `job_to_dict` gives it (a `job_type`, whose fields' metadata names their flags), `model_fields` the model
     settings the user asked for, `overrides` the training settings given over a continued run's own."""
@@ -525,9 +594,11 @@ def plan_run(
             raise already_started(out)
         wrong = differences(job, job_type, out, env.device)
         if wrong:
-            raise ValueError(f"{out} holds another job than this command's: {'; '.join(wrong)}. Run the job's own "
-                             f"command ({out / JOB_FILE} is its --config), continue it with changed settings with "
-                             "--resume, or choose another --out (nothing was overwritten)")  # fmt: skip
+            raise ValueError(
+                f"{out} holds another job than this command's: {'; '.join(wrong)}. Run the job's own "
+                f"command ({out / JOB_FILE} is its --config), continue it with changed settings with "
+                "--resume, or choose another --out (nothing was overwritten)"
+            )
         max_steps = int(read_json(out / RUN_CONFIG)["train"]["max_steps"])
         if newest is not None and newest.step >= max_steps and finished_at(out, newest.path, newest.step):
             return RunPlan("finished", checkpoint=newest, step=newest.step)

@@ -23,8 +23,12 @@ from litebert.finetune.suite.spec import Layout, TaskSpec
 from litebert.finetune.tasks.common import open_text, preview
 from litebert.io import read_json, write_bytes, write_json
 
-LAYOUT_NAMES = {"tsv": "GLUE's download script (TSV)", "csv": "CSV files", "parquet": "the Hub's parquet export",
-                "json": "JSON files"}  # fmt: skip
+LAYOUT_NAMES = {
+    "tsv": "GLUE's download script (TSV)",
+    "csv": "CSV files",
+    "parquet": "the Hub's parquet export",
+    "json": "JSON files",
+}
 
 
 @dataclass
@@ -65,8 +69,15 @@ def prepare_task(spec: TaskSpec, data_dir: str | Path, out: str | Path) -> TaskF
         manifest = read_json(manifest_path)
         if manifest.get("stamp") == stamp and all((out / f"{s}.tsv").is_file() for s in splits):
             files = {s: out / f"{s}.tsv" for s in splits}
-            return TaskFiles(spec.name, layout.format, source, files, tuple(manifest["text_columns"]),
-                             manifest["counts"], manifest["digest"])  # fmt: skip
+            return TaskFiles(
+                spec.name,
+                layout.format,
+                source,
+                files,
+                tuple(manifest["text_columns"]),
+                manifest["counts"],
+                manifest["digest"],
+            )
     names = ("sentence",) if len(layout.text) == 1 else ("sentence1", "sentence2")
     files, counts, digest = {}, {}, hashlib.sha256()
     out.mkdir(parents=True, exist_ok=True)
@@ -184,8 +195,7 @@ def _table_rows(
                 if layout.skip_malformed:  # as the official QqpProcessor does (an IndexError skips the line)
                     count["malformed lines skipped (a field missing)"] += 1
                     continue
-                raise ValueError(f"{path}: line {n}: {len(fields)} fields, but column {wanted[-1]!r} is field "
-                                 f"{need}")  # fmt: skip
+                raise ValueError(f"{path}: line {n}: {len(fields)} fields, but column {wanted[-1]!r} is field {need}")
             index = fields[at[layout.index]] if not labelled and layout.index else None
             label = fields[at[layout.label]] if labelled else None
             yield f"line {n}", index, [fields[at[c]] for c in text], label
@@ -231,8 +241,10 @@ def _parquet_label(spec: TaskSpec, path: Path, where: str, value: Any) -> str:
     if spec.kind == "regression" or spec.labels is None:
         return str(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(spec.labels):
-        raise ValueError(f"{path}: {where}: label {value!r} is not an index into the task's labels {spec.labels} "
-                         "(-1: an unlabelled test row)")  # fmt: skip
+        raise ValueError(
+            f"{path}: {where}: label {value!r} is not an index into the task's labels {spec.labels} "
+            "(-1: an unlabelled test row)"
+        )
     return spec.labels[value]
 
 

@@ -25,13 +25,19 @@ def fmt(value: float | None) -> str:
 def results_markdown(suite: Suite, results: dict[str, Any]) -> str:
     tasks, table = results["tasks"], [t for t in suite.table if t in results["tasks"] or t in results["failed_tasks"]]
     seeds = results["seeds"]
-    lines = [f"# {suite.title}: {results['model']}", "",
-             f"Recipe `{results['recipe']}`, the median of {len(seeds)} seed(s) ({', '.join(map(str, seeds))}), each "
-             "the best dev checkpoint by the task's metric. Two figures in a cell are the task's two metrics (listed "
-             "below).", ""]  # fmt: skip
+    lines = [
+        f"# {suite.title}: {results['model']}",
+        "",
+        f"Recipe `{results['recipe']}`, the median of {len(seeds)} seed(s) ({', '.join(map(str, seeds))}), each "
+        "the best dev checkpoint by the task's metric. Two figures in a cell are the task's two metrics (listed "
+        "below).",
+        "",
+    ]
     lines += ["| Model | " + " | ".join(table) + f" | {suite.score} |", "|---" * (len(table) + 2) + "|"]
-    cells = [("/".join(fmt(tasks[t]["metrics"][m]["median"]) for m in suite.tasks[t].metrics) if t in tasks else "-")
-             for t in table]  # fmt: skip
+    cells = [
+        ("/".join(fmt(tasks[t]["metrics"][m]["median"]) for m in suite.tasks[t].metrics) if t in tasks else "-")
+        for t in table
+    ]
     lines.append(f"| {results['label']} | " + " | ".join(cells) + f" | {fmt(results['score']['value'])} |")
     if suite.reference:
         ref = suite.reference.get("values", {})
@@ -40,8 +46,13 @@ def results_markdown(suite: Suite, results: dict[str, Any]) -> str:
         lines.append(f"| {suite.reference['name']} | " + " | ".join(cells) + f" | {score} |")
     if suite.note:
         lines += ["", suite.note]
-    lines += ["", "## Seeds", "", "| Task | Metric | Median | Min | Max | Seeds | Degenerate |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "## Seeds",
+        "",
+        "| Task | Metric | Median | Min | Max | Seeds | Degenerate |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for t in table:
         if t not in tasks:
             lines.append(f"| {t} | - | - | - | - | 0 | - |")
@@ -49,17 +60,28 @@ def results_markdown(suite: Suite, results: dict[str, Any]) -> str:
         summary = tasks[t]
         for m in [*suite.tasks[t].metrics, "score"]:
             s = summary["score"] if m == "score" else summary["metrics"][m]
-            row = [t, m, fmt(s["median"]), fmt(s["min"]), fmt(s["max"]), str(len(summary["seeds"])),
-                   str(summary["degenerate"])]  # fmt: skip
+            row = [
+                t,
+                m,
+                fmt(s["median"]),
+                fmt(s["min"]),
+                fmt(s["max"]),
+                str(len(summary["seeds"])),
+                str(summary["degenerate"]),
+            ]
             lines.append("| " + " | ".join(row) + " |")
     if results["failed"]:
         lines += ["", "## Failed units", ""] + [f"- {f['unit']}: {f['error']}" for f in results["failed"]]
-    degenerate = [(t, s, r["degenerate"]) for t in table if t in tasks for s, r in tasks[t]["seeds"].items()
-                  if r["degenerate"]]  # fmt: skip
+    degenerate = [
+        (t, s, r["degenerate"]) for t in table if t in tasks for s, r in tasks[t]["seeds"].items() if r["degenerate"]
+    ]
     if degenerate:
         lines += ["", "## Degenerate runs", ""] + [f"- {t} seed {s}: {why}" for t, s, why in degenerate]
-    lines += ["", f"Wall time {results['wall_seconds']:.0f} s; litebert {results['commit'] or '(no git commit)'}, "
-              f"{results['date']}."]  # fmt: skip
+    lines += [
+        "",
+        f"Wall time {results['wall_seconds']:.0f} s; litebert {results['commit'] or '(no git commit)'}, "
+        f"{results['date']}.",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -42,33 +42,50 @@ class SuiteConfig:
     data: str = field(metadata={"help": "directory holding the suite's task directories", "metavar": "DIR"})
     init: str = field(metadata={"help": "the pretrained model (litebert or transformers ALBERT dir)", "metavar": "DIR"})
     out: str = field(metadata={"help": "output directory: results.json, results.md, units/", "metavar": "DIR"})
-    tasks: tuple[str, ...] | None = field(default=None, metadata={
-        "help": "comma-separated tasks to run (default: every task of the suite)",
-    })  # fmt: skip
-    recipe: str = field(default="paper", metadata={
-        "help": "paper: the official per-task lr, steps, batch and warmup, evaluated every 100 steps; quick: a "
-                "small budget for small models and CPUs", "choices": RECIPES,
-    })  # fmt: skip
+    tasks: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "help": "comma-separated tasks to run (default: every task of the suite)",
+        },
+    )
+    recipe: str = field(
+        default="paper",
+        metadata={
+            "help": "paper: the official per-task lr, steps, batch and warmup, evaluated every 100 steps; quick: a "
+            "small budget for small models and CPUs",
+            "choices": RECIPES,
+        },
+    )
     seeds: int = field(default=5, metadata={"help": "runs per task (seeds 0..N-1); the table shows their median"})
     max_steps: int | None = field(default=None, metadata={"help": "steps per run, over the recipe's"})
     lr: float | None = field(default=None, metadata={"help": "peak learning rate, over the recipe's"})
     eval_every: int | None = field(default=None, metadata={"help": "steps between dev evaluations, over the recipe's"})
     batch_size: int | None = field(default=None, metadata={"help": "training sequences per step, over the recipe's"})
     max_seq_length: int | None = field(default=None, metadata={"help": "tokens per sequence, over the recipe's"})
-    optimizer: str = field(default="adamw_official", metadata={
-        "help": "adamw_official: ALBERT's fine-tuning Adam (no bias correction); adamw: torch's bias-corrected AdamW",
-        "choices": OPTIMIZERS,
-    })  # fmt: skip
+    optimizer: str = field(
+        default="adamw_official",
+        metadata={
+            "help": "adamw_official: ALBERT's fine-tuning Adam (no bias correction); "
+            "adamw: torch's bias-corrected AdamW",
+            "choices": OPTIMIZERS,
+        },
+    )
     random_init: bool = field(default=False, metadata={"help": "init's architecture with fresh random weights"})
-    warm_start: bool = field(default=False, metadata={
-        "help": "tasks the suite marks so (GLUE's RTE, MRPC, STS-B) start from this run's MNLI model of their seed, "
-                "as the paper's leaderboard runs did",
-    })  # fmt: skip
+    warm_start: bool = field(
+        default=False,
+        metadata={
+            "help": "tasks the suite marks so (GLUE's RTE, MRPC, STS-B) start from this run's MNLI model of "
+            "their seed, as the paper's leaderboard runs did",
+        },
+    )
     jobs: int = field(default=1, metadata={"help": "CPU processes running units side by side, the cores shared out"})
-    devices: tuple[str, ...] | None = field(default=None, metadata={
-        "help": "comma-separated devices, one unit running on each (cuda:0,cuda:1); default: --jobs processes on "
-                "the default device",
-    })  # fmt: skip
+    devices: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "help": "comma-separated devices, one unit running on each (cuda:0,cuda:1); default: --jobs processes on "
+            "the default device",
+        },
+    )
     threads: int | None = field(default=None, metadata={"help": "torch threads per process (default: cores / jobs)"})
 
     def __post_init__(self) -> None:
@@ -112,8 +129,9 @@ def run_suite(cfg: SuiteConfig, *, write: Any = None) -> SuiteResult:
     with writing_dir(cfg.out, "--out names the directory to write the suite into") as out:
         prepared = {name: prepare_task(suite.tasks[name], cfg.data, out / "data" / name) for name in names}
         units = build_units(suite, cfg, prepared, out)
-        records = run_units(units, jobs=cfg.jobs, devices=list(cfg.devices) if cfg.devices else None,
-                            threads=cfg.threads, write=write)  # fmt: skip
+        records = run_units(
+            units, jobs=cfg.jobs, devices=list(cfg.devices) if cfg.devices else None, threads=cfg.threads, write=write
+        )
         for unit in units:
             if "error" not in records[unit.name]:
                 records[unit.name]["dir"] = str(unit.out)
@@ -150,19 +168,34 @@ def build_units(suite: Suite, cfg: SuiteConfig, prepared: dict[str, TaskFiles], 
             after = units[f"{source} seed {seed}"] if source else None
             settings = unit_settings(suite, spec, cfg, files, seed, model.max_position)
             init = str(after.out / "best") if after else cfg.init
-            identity = {"settings": settings, "data": files.digest, "model": _model_digest(cfg.init),
-                        "after": after.key if after else None, "random_init": cfg.random_init}  # fmt: skip
+            identity = {
+                "settings": settings,
+                "data": files.digest,
+                "model": _model_digest(cfg.init),
+                "after": after.key if after else None,
+                "random_init": cfg.random_init,
+            }
             key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:10]
             unit_dir = out / "units" / name / f"seed{seed}-{key}"
             config = FinetuneConfig(
-                task=spec.kind, train=str(files.files["train"]), dev=str(files.files["dev"]), init=init,
-                out=str(unit_dir), seed=seed, random_init=cfg.random_init and after is None, **settings,
-            )  # fmt: skip
+                task=spec.kind,
+                train=str(files.files["train"]),
+                dev=str(files.files["dev"]),
+                init=init,
+                out=str(unit_dir),
+                seed=seed,
+                random_init=cfg.random_init and after is None,
+                **settings,
+            )
             units[f"{name} seed {seed}"] = Unit(
-                task=name, seed=seed, key=key, config=config, after=after.name if after else None,
+                task=name,
+                seed=seed,
+                key=key,
+                config=config,
+                after=after.name if after else None,
                 evals={s: str(files.files[s]) for s in spec.evals},
                 tests={s: str(files.files[s]) for s in dict.fromkeys(spec.submissions.values())},
-            )  # fmt: skip
+            )
     return list(units.values())
 
 
@@ -211,25 +244,45 @@ def summarize(
     for unit in units:
         record = records[unit.name]
         if "error" in record:
-            failed.append({"unit": unit.name, "task": unit.task, "seed": unit.seed, "error": record["error"],
-                           "dir": str(unit.out)})  # fmt: skip
+            failed.append(
+                {
+                    "unit": unit.name,
+                    "task": unit.task,
+                    "seed": unit.seed,
+                    "error": record["error"],
+                    "dir": str(unit.out),
+                }
+            )
         else:
             by_task.setdefault(unit.task, []).append(record)
     tasks = {name: task_summary(suite.tasks[name], rs) for name, rs in by_task.items()}
     for name, summary in tasks.items():
-        summary["input"] = {"layout": prepared[name].layout, "source": str(prepared[name].source),
-                            "counts": prepared[name].counts}  # fmt: skip
+        summary["input"] = {
+            "layout": prepared[name].layout,
+            "source": str(prepared[name].source),
+            "counts": prepared[name].counts,
+        }
     return {
-        "suite": suite.name, "suite_file": str(suite.path), "model": cfg.init, "label": _label(cfg),
-        "recipe": cfg.recipe, "seeds": list(range(cfg.seeds)),
+        "suite": suite.name,
+        "suite_file": str(suite.path),
+        "model": cfg.init,
+        "label": _label(cfg),
+        "recipe": cfg.recipe,
+        "seeds": list(range(cfg.seeds)),
         "settings": {k: v for k, v in dataclasses.asdict(cfg).items()},
-        "score": suite_score(suite, tasks), "tasks": tasks,
-        "failed": failed, "failed_tasks": sorted({f["task"] for f in failed} - set(tasks)),
-        "units": {"total": len(units), "reused": sum(bool(records[u.name].get("reused")) for u in units),
-                  "trained": sum(not records[u.name].get("reused") and "error" not in records[u.name] for u in units)},
-        "commit": _commit(), "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "score": suite_score(suite, tasks),
+        "tasks": tasks,
+        "failed": failed,
+        "failed_tasks": sorted({f["task"] for f in failed} - set(tasks)),
+        "units": {
+            "total": len(units),
+            "reused": sum(bool(records[u.name].get("reused")) for u in units),
+            "trained": sum(not records[u.name].get("reused") and "error" not in records[u.name] for u in units),
+        },
+        "commit": _commit(),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "wall_seconds": seconds,
-    }  # fmt: skip
+    }
 
 
 def _label(cfg: SuiteConfig) -> str:
@@ -239,8 +292,13 @@ def _label(cfg: SuiteConfig) -> str:
 def _commit() -> str | None:
     """litebert's git commit, when it runs from a checkout."""
     try:
-        done = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=5, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None

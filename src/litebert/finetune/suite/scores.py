@@ -33,9 +33,12 @@ def task_summary(spec: TaskSpec, records: list[dict[str, Any]]) -> dict[str, Any
     for r in sorted(records, key=lambda r: r["seed"]):
         metrics = seed_metrics(spec, r)
         seeds[str(r["seed"])] = {
-            "metrics": metrics, "score": statistics.fmean(metrics.values()), "best_step": r["best"]["step"],
-            "degenerate": r["degenerate"], "unit": r.get("dir"),
-        }  # fmt: skip
+            "metrics": metrics,
+            "score": statistics.fmean(metrics.values()),
+            "best_step": r["best"]["step"],
+            "degenerate": r["degenerate"],
+            "unit": r.get("dir"),
+        }
     spread = lambda values: {"median": statistics.median(values), "min": min(values), "max": max(values)}
     return {
         "metrics": {m: spread([s["metrics"][m] for s in seeds.values()]) for m in spec.metrics},

@@ -19,9 +19,23 @@ TABLE_KINDS = ("classification", "regression")  # kinds whose files the suite re
 KINDS = (*TABLE_KINDS, "squad", "multiple-choice")
 PERCENT_KINDS = ("classification", "regression", "multiple-choice")  # metrics in [0, 1], shown x100 as the paper
 # The settings a recipe may give: FinetuneConfig's optimisation and length fields, and epochs (SQuAD's recipe).
-RECIPE_FIELDS = ("lr", "max_steps", "epochs", "batch_size", "warmup", "eval_every", "max_seq_length",
-                 "weight_decay", "doc_stride", "max_query_length", "max_qa_length", "eval_batch_size",
-                 "grad_accum", "pooling", "precision")  # fmt: skip
+RECIPE_FIELDS = (
+    "lr",
+    "max_steps",
+    "epochs",
+    "batch_size",
+    "warmup",
+    "eval_every",
+    "max_seq_length",
+    "weight_decay",
+    "doc_stride",
+    "max_query_length",
+    "max_qa_length",
+    "eval_batch_size",
+    "grad_accum",
+    "pooling",
+    "precision",
+)
 
 
 @dataclass(kw_only=True)
@@ -117,15 +131,30 @@ def parse_suite(data: dict[str, Any], path: Path) -> Suite:
     for name, recipe in recipes.items():
         _recipe(where, f"recipes.{name}", recipe)
     return Suite(
-        name=where.get(data, "name", str, default=path.stem), path=path,
-        title=where.get(data, "title", str, default=path.stem), score=where.get(data, "score", str, default="average"),
-        tasks=tasks, table=table + [t for t in tasks if t not in table], recipes=recipes,
-        reference=where.get(data, "reference", dict, default=None), note=where.get(data, "note", str, default=""),
-    )  # fmt: skip
+        name=where.get(data, "name", str, default=path.stem),
+        path=path,
+        title=where.get(data, "title", str, default=path.stem),
+        score=where.get(data, "score", str, default="average"),
+        tasks=tasks,
+        table=table + [t for t in tasks if t not in table],
+        recipes=recipes,
+        reference=where.get(data, "reference", dict, default=None),
+        note=where.get(data, "note", str, default=""),
+    )
 
 
-_TASK_KEYS = {"kind", "metrics", "select", "layouts", "labels", "evals", "submissions", "score_range", "warm_start",
-              "recipes"}  # fmt: skip
+_TASK_KEYS = {
+    "kind",
+    "metrics",
+    "select",
+    "layouts",
+    "labels",
+    "evals",
+    "submissions",
+    "score_range",
+    "warm_start",
+    "recipes",
+}
 _LAYOUT_KEYS = {"format", "dir", "files", "text", "label", "test_text", "index", "skip_malformed"}
 
 
@@ -144,11 +173,14 @@ def _task(where: _Where, name: str, data: Any) -> TaskSpec:
     for m in metrics:
         split = m.split("/")[0] if "/" in m else None
         if split is not None and split not in evals:
-            raise ValueError(f"{where.path}: field '{at}.metrics': {m!r} is scored on split {split!r}, which is not "
-                             f"in '{at}.evals' ({evals})")  # fmt: skip
+            raise ValueError(
+                f"{where.path}: field '{at}.metrics': {m!r} is scored on split {split!r}, which is not "
+                f"in '{at}.evals' ({evals})"
+            )
     own = [m for m in metrics if "/" not in m] or sorted({m.split("/")[-1] for m in metrics})
-    layouts = [_layout(where, f"{at}.layouts[{i}]", lay, kind) for i, lay in enumerate(where.get(data, "layouts", list,
-                                                                                               at=at))]  # fmt: skip
+    layouts = [
+        _layout(where, f"{at}.layouts[{i}]", lay, kind) for i, lay in enumerate(where.get(data, "layouts", list, at=at))
+    ]
     if not layouts:
         raise ValueError(f"{where.path}: field '{at}.layouts' is empty; say where the task's files lie")
     submissions = where.get(data, "submissions", dict, at=at, default={})
@@ -161,11 +193,18 @@ def _task(where: _Where, name: str, data: Any) -> TaskSpec:
     for rname, recipe in recipes.items():
         _recipe(where, f"{at}.recipes.{rname}", recipe)
     return TaskSpec(
-        name=name, kind=kind, metrics=metrics, select=where.get(data, "select", str, at=at, default="+".join(own)),
-        layouts=layouts, labels=[str(x) for x in labels] if labels is not None else None, evals=evals,
-        submissions=submissions, score_range=where.get(data, "score_range", list, at=at, default=None),
-        warm_start=where.get(data, "warm_start", str, at=at, default=None), recipes=recipes,
-    )  # fmt: skip
+        name=name,
+        kind=kind,
+        metrics=metrics,
+        select=where.get(data, "select", str, at=at, default="+".join(own)),
+        layouts=layouts,
+        labels=[str(x) for x in labels] if labels is not None else None,
+        evals=evals,
+        submissions=submissions,
+        score_range=where.get(data, "score_range", list, at=at, default=None),
+        warm_start=where.get(data, "warm_start", str, at=at, default=None),
+        recipes=recipes,
+    )
 
 
 def _layout(where: _Where, at: str, data: Any, kind: str) -> Layout:
@@ -179,12 +218,15 @@ def _layout(where: _Where, at: str, data: Any, kind: str) -> Layout:
         expected = "tsv, csv or parquet" if kind in TABLE_KINDS else "json"
         raise ValueError(f"{where.path}: field '{at}.format': a {kind} task is read from {expected} files")
     lay = Layout(
-        format=fmt, dir=where.get(data, "dir", str, at=at), files=where.get(data, "files", dict, at=at),
-        text=where.get(data, "text", list, at=at, default=[]), label=where.get(data, "label", str, at=at, default=None),
+        format=fmt,
+        dir=where.get(data, "dir", str, at=at),
+        files=where.get(data, "files", dict, at=at),
+        text=where.get(data, "text", list, at=at, default=[]),
+        label=where.get(data, "label", str, at=at, default=None),
         test_text=where.get(data, "test_text", list, at=at, default=None),
         index=where.get(data, "index", str, at=at, default=None),
         skip_malformed=where.get(data, "skip_malformed", bool, at=at, default=False),
-    )  # fmt: skip
+    )
     if fmt != "json" and not (1 <= len(lay.text) <= 2 and lay.label):
         raise ValueError(f"{where.path}: field '{at}': a table layout names one or two 'text' columns and a 'label'")
     return lay

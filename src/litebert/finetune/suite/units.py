@@ -81,11 +81,20 @@ def run_unit(unit: Unit, device: str | None = None) -> dict[str, Any]:
         tests[split] = f"predictions/{split}.json"
         write_json(_test_rows(path, preds), unit.out / tests[split])
     record = {
-        "task": unit.task, "seed": unit.seed, "key": unit.key, "kind": cfg.task,
-        "dev": results["dev_at_best"], "best": results["best"], "evals": evals, "tests": tests,
-        "degenerate": degenerate(cfg.task, dev_preds), "train_seconds": results["history"][-1]["seconds"],
-        "seconds": time.perf_counter() - start, "resumed": resumed, "config": cfg.to_dict(),
-    }  # fmt: skip
+        "task": unit.task,
+        "seed": unit.seed,
+        "key": unit.key,
+        "kind": cfg.task,
+        "dev": results["dev_at_best"],
+        "best": results["best"],
+        "evals": evals,
+        "tests": tests,
+        "degenerate": degenerate(cfg.task, dev_preds),
+        "train_seconds": results["history"][-1]["seconds"],
+        "seconds": time.perf_counter() - start,
+        "resumed": resumed,
+        "config": cfg.to_dict(),
+    }
     write_json(record, unit.out / UNIT_FILE)
     return {**record, "reused": False}
 

@@ -20,8 +20,10 @@ from litebert.finetune.tasks.base import TaskData
 from litebert.finetune.tasks.common import Report, TokenizerLike, check_target, pack_pair, preview, read_table
 from litebert.finetune.tasks.metrics import classification_metrics, regression_metrics
 
-_HEADER_HINT = (" (a header row? columns given by position read every line as data: name them by the header's "
-                "names instead, e.g. --text-columns sentence --label-column label)")  # fmt: skip
+_HEADER_HINT = (
+    " (a header row? columns given by position read every line as data: name them by the header's "
+    "names instead, e.g. --text-columns sentence --label-column label)"
+)
 
 
 @dataclass
@@ -96,8 +98,11 @@ def _warn_same_numbers(path: str | Path, labels: list[str]) -> None:
             continue
     same = [names for names in by_value.values() if len(names) > 1]
     if same:
-        warnings.warn(f"{path}: labels {same[0]} are the same number but different classes (class names are "
-                      "compared as text); write each class one way", stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"{path}: labels {same[0]} are the same number but different classes (class names are "
+            "compared as text); write each class one way",
+            stacklevel=3,
+        )
 
 
 class ClassificationTask:

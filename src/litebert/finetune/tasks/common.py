@@ -74,8 +74,10 @@ def check_target(value: float, raw: str, where: str) -> None:
     if not math.isfinite(value):
         raise ValueError(f"{where} {preview(raw)!r} is not a finite number")
     if abs(value) > FLOAT32_MAX:
-        raise ValueError(f"{where} {preview(raw)!r} does not fit float32 (at most {FLOAT32_MAX:.4g} in magnitude), "
-                         "in which training computes; rescale the targets")  # fmt: skip
+        raise ValueError(
+            f"{where} {preview(raw)!r} does not fit float32 (at most {FLOAT32_MAX:.4g} in magnitude), "
+            "in which training computes; rescale the targets"
+        )
 
 
 def preview(text: str, limit: int = 200) -> str:
@@ -197,8 +199,10 @@ def read_table(
                 raise ValueError(f"{path}: missing column(s) {missing}; " + hint)
             twice = sorted({c for c in columns if header.count(c) > 1})  # a row's dict would keep the last alone
             if twice:
-                raise ValueError(f"{path}: column(s) {twice} named more than once in the header, so which one to "
-                                 "read is unclear; rename the others")  # fmt: skip
+                raise ValueError(
+                    f"{path}: column(s) {twice} named more than once in the header, so which one to "
+                    "read is unclear; rename the others"
+                )
         end = 0 if positions else reader.line_num
         for row in rows:
             line, end = end + 1, reader.line_num  # a record's first line (CSV fields may span lines)

@@ -93,8 +93,10 @@ def read_race(path: str | Path) -> list[ChoiceExample]:
     n, most = counts.most_common(1)[0]  # the odd one out is the question that differs from most (the first may)
     for ex, where in zip(out, located, strict=True):
         if len(ex.options) != n:
-            raise ValueError(f"{where} (id {ex.qid!r}) has {len(ex.options)} options, but {most} of the "
-                             f"{len(out)} questions have {n}; every question needs the same number")  # fmt: skip
+            raise ValueError(
+                f"{where} (id {ex.qid!r}) has {len(ex.options)} options, but {most} of the "
+                f"{len(out)} questions have {n}; every question needs the same number"
+            )
     return out
 
 
@@ -173,8 +175,10 @@ class MultipleChoiceTask:
         examples = read_race(path)
         unlabelled = next((ex for ex in examples if ex.label is None), None) if mode != "predict" else None
         if unlabelled is not None:  # named: in a directory of RACE files, the path alone does not say which
-            raise ValueError(f"{path}: question {unlabelled.qid!r} has no answer (no 'answers' field); {mode} needs "
-                             "every question's answer")  # fmt: skip
+            raise ValueError(
+                f"{path}: question {unlabelled.qid!r} has no answer (no 'answers' field); {mode} needs "
+                "every question's answer"
+            )
         if mode == "train":
             state["num_choices"] = len(examples[0].options)
         report = Report(str(path))

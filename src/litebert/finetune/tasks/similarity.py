@@ -135,8 +135,10 @@ class SimilarityTask:
             else:  # labelled pairs (e.g. NLI): Sentence-BERT's softmax objective
                 state["labels"] = sorted({p.score for p in pairs})
                 if len(state["labels"]) < 2:  # one output would make the cosine head, which has no logits
-                    raise ValueError(f"{path}: every training pair has the label {state['labels'][0]!r}; labelled "
-                                     "pairs need at least two classes (or numeric scores)")  # fmt: skip
+                    raise ValueError(
+                        f"{path}: every training pair has the label {state['labels'][0]!r}; labelled "
+                        "pairs need at least two classes (or numeric scores)"
+                    )
         if "labels" in state:
             self.main_metric = "accuracy"
         report = Report(str(path))
