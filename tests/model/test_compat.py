@@ -129,5 +129,15 @@ def test_cpu_inference_with_every_fallback_matches_the_fast_paths(dtype):
         fast, _ = model(ids, mask)
         with compat.use_fallbacks():
             slow, _ = model(ids, mask)
-    tol = 1e-5 if dtype == torch.float32 else 3e-2
-    torch.testing.assert_close(slow.float(), fast.float(), atol=tol, rtol=tol)
+    if dtype == torch.float32:
+        torch.testing.assert_close(slow, fast, atol=1e-5, rtol=1e-5)
+        return
+    # bf16: the two paths round at different places (oneDNN's fused bf16 kernels keep fp32 accumulators longer than
+    # the plain ops, more so on CPUs without AMX), so single elements may differ by a few bf16 ulps after the layers;
+    # what must hold is that the fallback is as close to the fp32 result as the fast path is.
+    with torch.no_grad():
+        exact, _ = model(ids, mask)
+    err = lambda x: ((x.float() - exact).norm() / exact.norm()).item()
+    assert err(fast) < 2e-2 and err(slow) < 2e-2
+    assert err(slow) < 2 * err(fast) + 1e-3
+    assert ((slow.float() - fast.float()).norm() / fast.float().norm()).item() < 2e-2
