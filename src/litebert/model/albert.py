@@ -320,7 +320,8 @@ class Albert(nn.Module):
                 raise ValueError(f"{name} of shape {tuple(t.shape)} must match input_ids' {tuple(input_ids.shape)}")
         if real_tokens is not None and attention_mask is None:
             raise ValueError("real_tokens describe an attention_mask: pass the mask they were found in")
-        # Inference on CPU runs each dense layer as one fused oneDNN or MKL call (fused.py); training runs eager torch.
+        # Inference on CPU runs each dense layer as one fused oneDNN or MKL call (kernels.py); training runs eager
+        # torch.
         fused = FusedDense.for_forward(self.embeddings.word_embeddings.weight, self.training)
         if real_tokens is None and attention_mask is not None and on_host(attention_mask):
             real_tokens = find_real_tokens(attention_mask)

@@ -48,8 +48,8 @@ class PretrainingOutput:
 
 
 # The MLM cross-entropy's fp32 temporaries (the logits' copy, their log-softmax, its zero-filled gradient) stay
-# below glibc's largest mmap threshold, which litebert.allocator sets: a larger block is fresh pages from the kernel
-# on every step. With 30,000 pieces a chunk is 270 masked slots (13 sequences of 20 predictions).
+# below glibc's largest mmap threshold, which litebert.model.allocator sets: a larger block is fresh pages from the
+# kernel on every step. With 30,000 pieces a chunk is 270 masked slots (13 sequences of 20 predictions).
 CE_CHUNK_BYTES = MMAP_THRESHOLD_MAX - 2**20
 
 

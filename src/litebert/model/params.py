@@ -2,7 +2,7 @@
 check that a model fits in memory before any of its tensors is made.
 
 Counts come from building the real modules (on the meta device, so xxlarge costs no memory), never from a
-formula kept beside the code, so the table cannot drift from what `model.py` builds. A config of more than
+formula kept beside the code, so the table cannot drift from what `albert.py` builds. A config of more than
 BUILT_UNITS layers (or blocks) is counted from two builds of one and two: at a given sharing, every layer (or
 block) adds the same parameters, so the count is exact without building a billion layers.
 

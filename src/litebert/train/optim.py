@@ -25,7 +25,7 @@ from torch import nn
 from litebert.model import compat
 
 # Official ALBERT: exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"]; layer adaptation uses the
-# same list when none is given. litebert's own LayerNorm modules are called `norm` (model.py, heads.py).
+# same list when none is given. litebert's own LayerNorm modules are called `norm` (model/albert.py, model/heads.py).
 EXCLUDE_PATTERNS: tuple[str, ...] = ("LayerNorm", "layer_norm", "bias", r"(^|\.)norm\.")
 # litebert fuses query/key/value into one (3H, H) matrix; the official code has three tensors, each with its
 # own trust ratio, so LAMB splits these into 3 row blocks for the ratio.
