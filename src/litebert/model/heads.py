@@ -57,8 +57,8 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """sum(w * CE) / (sum(w) + 1e-5) with w = 1 on real slots (official run_pretraining.get_masked_lm_output).
 
     The cross-entropy is computed in fp32, in row chunks of at most CE_CHUNK_BYTES of fp32 logits: the same values
-    and gradients, and on CPU 2.3-3.2x faster with 640-1280 slots of 30,000 pieces (python
-    benchmarks/mlm_loss.py), since the chunks' memory is reused from step to step instead of page-faulted in again.
+    and gradients, and faster on CPU (python benchmarks/mlm_loss.py; docs/log.md at `e333630`), since the chunks'
+    memory is reused from step to step instead of page-faulted in again.
     """
     flat = logits.reshape(-1, logits.shape[-1])
     targets = labels.reshape(-1).long().clamp(min=0)  # int32 labels too, as the embeddings take int32 ids

@@ -82,8 +82,8 @@ def extrapolated_count(config: ModelConfig) -> ParamCount:
 
 class _NoNormalInit(TorchFunctionMode):
     """Leaves `normal_` undone while a model is built to be counted: a meta tensor has no values to draw, and the
-    first meta `normal_` of a process loads torch's reference implementations (about 2 CPU-seconds), which every
-    `litebert.load` would pay for its size check."""
+    first meta `normal_` of a process loads torch's reference implementations (seconds of CPU: docs/log.md at
+    `3544509`), which every `litebert.load` would pay for its size check."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if getattr(func, "__name__", "") == "normal_":  # the Tensor method, or torch.nn.init's function
