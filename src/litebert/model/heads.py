@@ -90,7 +90,7 @@ def check_targets(
     vocab_size: int,
 ) -> None:
     """A clear error for masked positions or labels that do not fit the batch (torch's gather and cross-entropy
-    name neither). Position and label ranges are checked on CPU only, as model.check_ids does."""
+    name neither). Position and label ranges are checked on CPU only, as albert.check_ids does."""
     if input_ids.dim() != 2:  # the embeddings name that
         return
     B, T = input_ids.shape
