@@ -223,7 +223,7 @@ def autocast(precision: str, device: torch.device):
 
 @torch.no_grad()
 def parity(pair: Pair, batch: dict) -> float:
-    """Max |ours - theirs| over the final hidden states at real tokens, fp32, eval mode (the model issue's 1e-5)."""
+    """Max |ours - theirs| over the final hidden states at real tokens, fp32, eval mode (parity means 1e-5 or less)."""
     pair.ours.eval()
     pair.theirs.eval()
     keys = ("input_ids", "attention_mask", "token_type_ids")

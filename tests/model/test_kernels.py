@@ -1,4 +1,5 @@
-"""CPU inference's fused dense layers (fused.py): the same outputs as eager torch, and when they apply."""
+"""CPU inference's fused dense layers (`FusedDense`, model/kernels.py): the same outputs as eager torch, and when
+they apply."""
 
 from __future__ import annotations
 

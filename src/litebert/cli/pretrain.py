@@ -102,7 +102,7 @@ def _plot(args: argparse.Namespace) -> int:
 
     try:
         paths = plot_run(args.run_dir, args.out)
-    except ImportError as exc:  # matplotlib is an optional extra
+    except ImportError as exc:  # matplotlib, a dependency, missing from this environment
         print(f"litebert plot: error: {exc}", file=sys.stderr)
         return 2
     for path in paths:

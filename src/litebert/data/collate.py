@@ -202,7 +202,7 @@ class PretrainingBatches:
 
         if torch.utils.data.get_worker_info() is not None:
             # A DataLoader worker holds a copy: its position would never reach state_dict(), and several workers
-            # would each replay the whole stream. Batches are cheap to assemble (about 70 us per example).
+            # would each replay the whole stream. Batches are cheap to assemble (docs/log.md at `6b6b793`).
             raise ValueError("iterate PretrainingBatches directly (it yields whole batches), not in DataLoader workers")
         n = len(self.reader)
         while self.split == "train" or self.batch * self.global_batch < n:

@@ -274,7 +274,7 @@ def read_manifest(data_dir: str | Path) -> dict:
 
 
 def built_seq_length(manifest: dict) -> int:
-    """The max_seq_length the data was built with (0 when unknown; older manifests keep it at the top)."""
+    """The max_seq_length the data was built with (0 when the manifest does not record it)."""
     return int(manifest.get("settings", manifest).get("max_seq_length", 0) or 0)
 
 

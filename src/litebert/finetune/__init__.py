@@ -3,10 +3,14 @@
 config.py    FinetuneConfig: the task, its files, the model and the optimisation
 heads.py     task heads (sequence, token, span, choice, pair embedding) and FinetuneModel
 run.py       `finetune`: train, score on dev, keep the best checkpoint
+batches.py   seeded epochs of shuffled features, resumable to the batch
+resume.py    a run's checkpoints: what a fresh run refuses to overwrite, what a resumed run must match
+features.py  tokenised features kept in the process for the next run that reads the same file
 saved.py     a fine-tuned directory: `load_finetuned`, `evaluate`, `predict`
 embed.py     sentence and document embeddings (mean pooling)
 baselines.py seeded splits of a labelled table, bag-of-words baselines (logistic regression, cosine)
 tasks/       one module per task family: reader, features, metric
+suite/       the evaluation suites: every task of a suite, several seeds each, summarised as the paper does
 
 The names below are imported on first use (PEP 562): `litebert.finetune.tasks` (the readers and the predictions'
 post-processing) imports no torch, so the ONNX predictor (litebert.export.predictor) runs them where torch is not.

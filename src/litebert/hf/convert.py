@@ -153,7 +153,7 @@ _TASK_CLASSES = {
 }
 
 
-# The head kind of each fine-tuning task, for a finetune.json that does not record it (written before it did).
+# The head kind of each fine-tuning task, for a finetune.json that does not record it.
 _HEAD_OF_TASK = {
     "classification": "sequence",
     "regression": "sequence",

@@ -6,10 +6,12 @@
     kernels.py    activations, fast CPU dropout, fused CPU inference layers
     heads.py      masked-LM and SOP/NSP heads: AlbertForPretraining and its losses
     params.py     parameter counts built from the real modules, beside the paper's tables
+    paper.py      the paper's parameter tables beside litebert's counts (`litebert params --paper`, no torch)
     smoothness.py how far each layer moves a token (L2 distance, cosine similarity: the paper's Figure 2)
     weights.py    litebert's model files: config.json + model.safetensors (digest-checked, no pickle)
     resize.py     growing the vocabulary of a model (after `tokenizer add-words`)
     allocator.py  the process's CPU malloc setting for training steps
+    compat.py     the torch APIs torch does not promise to keep, each behind one function with a fallback
 
 Nothing here knows about tokenizers, data, training or transformers.
 """

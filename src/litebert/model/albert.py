@@ -92,14 +92,14 @@ class Embeddings(nn.Module):
         return x
 
 
-# On CPU, torch's fused attention kernel is slow for short sequences (its backward above all: 2-5x slower than
-# the explicit product in bf16 at T <= 256, measured in benchmarks/attention.py), so there the scores are
-# materialised as long as they stay small; longer sequences, and every GPU, use the fused kernel. With attention
-# dropout the CPU has no fused kernel at all: SDPA falls back to its own explicit product, which materialises the
-# same scores and draws Bernoulli masks, so the explicit path with `keep_mask` is used at every length (as fast at
-# T = 512 with padding, 1.1-1.9x faster elsewhere in fp32: python benchmarks/attention.py --dropout 0.1).
-# In fp32 the explicit forward + backward is 1.03-1.3x faster up to T = 128 (benchmarks/attention.py --dtype
-# float32), a forward alone (inference) only up to T = 64 (--forward: 0.8-1.1x at 128, 1.7x at 40).
+# On CPU, torch's fused attention kernel is slower than the explicit product for short sequences, its backward
+# above all (bf16 up to T = 256: docs/log.md at `12bc363`), so there the scores are materialised as long as they
+# stay small; longer sequences, and every GPU, use the fused kernel. With attention dropout the CPU has no fused
+# kernel at all: SDPA falls back to its own explicit product, which materialises the same scores and draws
+# Bernoulli masks, so the explicit path with `keep_mask` is used at every length (as fast at T = 512 with padding,
+# faster elsewhere in fp32: docs/log.md at `c47038e`). In fp32 the explicit forward + backward is faster up to
+# T = 128, a forward alone (inference) only up to T = 64 (docs/log.md at `2bd06ba`; python
+# benchmarks/attention.py --dropout 0.1, --dtype float32 and --forward measure each case).
 EXPLICIT_MAX_LENGTH = {torch.float32: 128, torch.float64: 128}  # other dtypes (bf16, fp16): 256
 EXPLICIT_MAX_LENGTH_FORWARD = {torch.float32: 64, torch.float64: 64}  # without a backward pass
 EXPLICIT_MAX_SCORES = 1 << 25  # B * N * T * T elements kept for the backward pass
@@ -115,11 +115,10 @@ def attend(
     if q.device.type != "cpu" or not (short or dropout_p > 0):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     # The softmax runs in the scores' dtype: torch's CPU kernel accumulates bf16/fp16 in fp32 anyway, and the fp32
-    # copy of the scores and its cast back cost more than the softmax (an attention forward + backward in bf16 is
-    # 1.3-1.9x faster at lengths 64-256 and level at 32: python benchmarks/attention.py --softmax).
-    # Scaled and masked in place (the product's backward needs only q and k), the mask as an added 0 / -inf bias:
-    # torch's broadcast masked_fill is 4-5x slower than a broadcast add on CPU, forward and backward (python
-    # benchmarks/attention.py --inplace compares the two forms).
+    # copy of the scores and its cast back cost more than the softmax (python benchmarks/attention.py --softmax;
+    # docs/log.md at `e333630`). Scaled and masked in place (the product's backward needs only q and k), the mask as
+    # an added 0 / -inf bias: torch's broadcast masked_fill is several times slower than a broadcast add on CPU,
+    # forward and backward (python benchmarks/attention.py --inplace; docs/log.md at `2bd06ba`).
     scores = torch.matmul(q, k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)  # (B, N, T, T)
     if mask is not None:
         scores.add_(torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, -math.inf))
@@ -320,7 +319,8 @@ class Albert(nn.Module):
                 raise ValueError(f"{name} of shape {tuple(t.shape)} must match input_ids' {tuple(input_ids.shape)}")
         if real_tokens is not None and attention_mask is None:
             raise ValueError("real_tokens describe an attention_mask: pass the mask they were found in")
-        # Inference on CPU runs each dense layer as one fused oneDNN or MKL call (fused.py); training runs eager torch.
+        # Inference on CPU runs each dense layer as one fused oneDNN or MKL call (kernels.py); training runs eager
+        # torch.
         fused = FusedDense.for_forward(self.embeddings.word_embeddings.weight, self.training)
         if real_tokens is None and attention_mask is not None and on_host(attention_mask):
             real_tokens = find_real_tokens(attention_mask)

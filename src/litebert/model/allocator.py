@@ -1,11 +1,11 @@
 """The process's CPU memory allocator: keep freed large blocks for reuse instead of handing them back.
 
-glibc's malloc serves blocks above its mmap threshold with fresh pages from the kernel and returns them on
-free, so a training step that allocates the same large tensors every time (MLM logits and their fp32 copies,
-attention scores, gradients) page-faults through every one of them again: on a 2-core CPU that was 13-26% of
-an albert-base bf16 step. Raising the mmap threshold to glibc's maximum and not trimming the heap keeps those
-pages mapped, which is what jemalloc/tcmalloc do for PyTorch on CPU. The price is that memory freed by the
-process stays in its resident size until it exits.
+glibc's malloc serves blocks above its mmap threshold with fresh pages from the kernel and returns them on free, so a
+training step that allocates the same large tensors every time (MLM logits and their fp32 copies, attention scores,
+gradients) page-faults through every one of them again, a sizeable share of an albert-base bf16 step on a 2-core CPU
+(docs/log.md at `d0a46c5`). Raising the mmap threshold to glibc's maximum and not trimming the heap keeps those pages
+mapped, which is what jemalloc/tcmalloc do for PyTorch on CPU. The price is that memory freed by the process stays in
+its resident size until it exits.
 
 The `litebert` command applies this to itself (set LITEBERT_KEEP_FREED_MEMORY=0 to leave malloc alone); a
 program using the library calls `keep_freed_memory()` once, early.

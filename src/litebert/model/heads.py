@@ -48,8 +48,8 @@ class PretrainingOutput:
 
 
 # The MLM cross-entropy's fp32 temporaries (the logits' copy, their log-softmax, its zero-filled gradient) stay
-# below glibc's largest mmap threshold, which litebert.allocator sets: a larger block is fresh pages from the kernel
-# on every step. With 30,000 pieces a chunk is 270 masked slots (13 sequences of 20 predictions).
+# below glibc's largest mmap threshold, which litebert.model.allocator sets: a larger block is fresh pages from the
+# kernel on every step. With 30,000 pieces a chunk is 270 masked slots (13 sequences of 20 predictions).
 CE_CHUNK_BYTES = MMAP_THRESHOLD_MAX - 2**20
 
 
@@ -57,8 +57,8 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """sum(w * CE) / (sum(w) + 1e-5) with w = 1 on real slots (official run_pretraining.get_masked_lm_output).
 
     The cross-entropy is computed in fp32, in row chunks of at most CE_CHUNK_BYTES of fp32 logits: the same values
-    and gradients, and on CPU 2.3-3.2x faster with 640-1280 slots of 30,000 pieces (python
-    benchmarks/mlm_loss.py), since the chunks' memory is reused from step to step instead of page-faulted in again.
+    and gradients, and faster on CPU (python benchmarks/mlm_loss.py; docs/log.md at `e333630`), since the chunks'
+    memory is reused from step to step instead of page-faulted in again.
     """
     flat = logits.reshape(-1, logits.shape[-1])
     targets = labels.reshape(-1).long().clamp(min=0)  # int32 labels too, as the embeddings take int32 ids
@@ -90,7 +90,7 @@ def check_targets(
     vocab_size: int,
 ) -> None:
     """A clear error for masked positions or labels that do not fit the batch (torch's gather and cross-entropy
-    name neither). Position and label ranges are checked on CPU only, as model.check_ids does."""
+    name neither). Position and label ranges are checked on CPU only, as albert.check_ids does."""
     if input_ids.dim() != 2:  # the embeddings name that
         return
     B, T = input_ids.shape

@@ -3,14 +3,14 @@ inference's dense layers as single oneDNN calls (bias, activation and residual a
 product with a packed weight for large fp32 layers without an activation (`FusedDense`).
 
 Eager torch runs `gelu(x @ Wᵀ + b)` as three passes over the output: addmm copies the broadcast bias into it,
-multiplies, and the activation reads and writes it again (torch's tanh-GELU kernel runs at a sixth of its own
-tanh's speed on an AMX Xeon). oneDNN applies the bias and then the activation, or the residual add, to each tile
-of the product before it leaves the registers. The operator is the one torch.compile's CPU backend emits for the
-same fusion (`mkldnn::_linear_pointwise`). Without autograd only: it has no backward.
+multiplies, and the activation reads and writes it again (torch's tanh-GELU kernel is much slower than its own tanh on
+an AMX Xeon: docs/benchmarks.md, Model FLOPs utilisation). oneDNN applies the bias and then the activation, or the
+residual add, to each tile of the product before it leaves the registers. The operator is the one torch.compile's CPU
+backend emits for the same fusion (`mkldnn::_linear_pointwise`). Without autograd only: it has no backward.
 
-On a 2-core AMX Xeon, linear + tanh-GELU at 1,000 tokens x 128 -> 512 is 2.2x faster in bf16 and 1.9x in fp32
-(python benchmarks/fused_dense.py), which took the tiny preset's inference from 1.78x transformers' speed to
-2.19-2.36x in bf16 and from 2.05x to 2.08-2.36x in fp32 (benchmarks/throughput.py, docs/log.md).
+The fused linear + tanh-GELU is faster than eager torch's three passes in bf16 and fp32 (python
+benchmarks/fused_dense.py), and it brought the tiny preset's CPU inference past twice transformers' speed in both
+(benchmarks/throughput.py): docs/log.md at `ac0c287`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from litebert.model import compat
 def activation(name: str, x: torch.Tensor) -> torch.Tensor:
     # "gelu_new" is the tanh approximation the official ALBERT code uses (modeling.gelu). Under torch.compile it is
     # written x * sigmoid(2z) (tanh(z) = 2 sigmoid(2z) - 1, equal within 5e-7 in fp32), which inductor fuses into
-    # a kernel 2x faster than its tanh form on CPU (python benchmarks/gelu.py).
+    # a kernel faster than its tanh form on CPU (python benchmarks/gelu.py; docs/log.md at `606e3d1`).
     if name == "gelu_new":
         if torch.compiler.is_compiling():
             return x * torch.sigmoid((2 * GELU_K) * (x + 0.044715 * x * x * x))
@@ -44,8 +44,8 @@ GELU_K = math.sqrt(2 / math.pi)
 def random_words(count: int) -> torch.Tensor:
     """`count` full-range random int64 words, fixed by torch's generator (torch.manual_seed, a checkpoint's RNG state).
 
-    Long runs come from numpy's SFC64 generator seeded by one draw from torch's: 2x faster than torch's CPU
-    generator for the same bits. Below SFC64_MIN_WORDS its set-up costs more than that saves.
+    Long runs come from numpy's SFC64 generator seeded by one draw from torch's, faster than torch's CPU generator
+    for the same bits (docs/log.md at `61ce5bc`). Below SFC64_MIN_WORDS its set-up costs more than that saves.
     """
     if count < SFC64_MIN_WORDS:
         return torch.empty(count, dtype=torch.int64).random_(-(2**63), None)
@@ -60,8 +60,9 @@ def keep_mask(like: torch.Tensor, p: float) -> torch.Tensor:
     """Inverted dropout's scaled keep-mask for a CPU tensor: 1 / (1 - p) where kept, 0 where dropped.
 
     Each element takes a 16-bit slice of the random words and is dropped when the slice falls in the lowest
-    round(p * 65536) values, so p is exact to 1/65536: 2.5x faster than torch's per-element Bernoulli draws,
-    which took a fifth of an albert-base bf16 training step. The comparison writes the mask in `like`'s dtype.
+    round(p * 65536) values, so p is exact to 1/65536: faster than torch's per-element Bernoulli draws, which
+    took a large share of an albert-base bf16 training step (docs/log.md at `ec8cfda`). The comparison writes the
+    mask in `like`'s dtype.
     """
     n = like.numel()
     slices = random_words((n + 3) // 4).view(torch.int16)[:n].view(like.shape)
@@ -70,8 +71,9 @@ def keep_mask(like: torch.Tensor, p: float) -> torch.Tensor:
 
 
 # The same mask as an operator torch.compile calls as it is: inductor would otherwise trace it into its own
-# per-element generator, 3x slower than the whole eager dropout on CPU, and draw other masks than eager. The tag
-# marks it random, so the compiled graph never merges two calls or redraws a mask for the backward pass.
+# per-element generator, slower than the whole eager dropout on CPU (docs/log.md at `fb89294`), and draw other
+# masks than eager. The tag marks it random, so the compiled graph never merges two calls or redraws a mask for
+# the backward pass.
 compiled_keep_mask = torch.library.custom_op(
     "litebert::dropout_keep_mask", keep_mask, mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,)
 )
@@ -102,18 +104,18 @@ class Dropout(nn.Module):
 # oneDNN's post-op (name, algorithm) for each activation litebert knows (config.ACTIVATIONS).
 _POST_OP = {"gelu_new": ("gelu", "tanh"), "gelu": ("gelu", "none"), "relu": ("relu", "")}
 # MKL's fp32 product with the weight packed once per forward for its row count (what torch.compile emits for an fp32
-# linear on CPU): 8-15% faster than oneDNN's fp32 product at albert-base's shapes, where no activation is fused
-# (albert-base fp32 inference 1.07x faster in an in-process A/B); level or slower for the tiny preset's small weights
-# (0.95-0.98x), so only weights of MKL_MIN_WEIGHT elements or more take it.
+# linear on CPU): faster than oneDNN's fp32 product at albert-base's shapes, where no activation is fused, and level
+# or slower for the tiny preset's small weights (docs/log.md at `0c0221e`), so only weights of MKL_MIN_WEIGHT
+# elements or more take it.
 MKL_MIN_WEIGHT = 1 << 18
 
 
 def padded_rows(n: int) -> int:
     """n rounded up to one of 16 sizes per power of two (at most 1/16 more rows; multiples of 16 below 512).
 
-    oneDNN builds a kernel for each new shape: about 10 ms for an AMX bf16 product of the tiny preset, longer than
-    the product itself. Token counts change with every batch of real text, so in bf16 the unpadded rows are
-    padded up to a size that recurs (`FusedDense.rows`).
+    oneDNN builds a kernel for each new shape, which for an AMX bf16 product of the tiny preset takes longer than the
+    product itself (docs/log.md at `ac0c287`). Token counts change with every batch of real text, so in bf16 the
+    unpadded rows are padded up to a size that recurs (`FusedDense.rows`).
     """
     step = max(16, 1 << max(0, n.bit_length() - 5))
     return -(-n // step) * step
@@ -148,9 +150,9 @@ class FusedDense:
         return cls(dtype) if dtype in (torch.float32, torch.bfloat16) else None
 
     def rows(self, tokens: int) -> int:
-        """How many rows to carry for `tokens` unpadded tokens. bf16 pads them (`padded_rows`): a first pass of
-        tiny bf16 inference over 64 batches, nearly each of a new token count, took 16 ms a batch with it and 25 ms
-        without; later passes 9-10 ms either way. fp32 kernels are cheap to build, so extra rows would only cost."""
+        """How many rows to carry for `tokens` unpadded tokens. bf16 pads them (`padded_rows`), which makes a first
+        pass over batches of new token counts faster and later passes no slower (docs/log.md at `ac0c287`). fp32
+        kernels are cheap to build, so extra rows would only cost."""
         return padded_rows(tokens) if self.dtype == torch.bfloat16 else tokens
 
     def cast(self, layer: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -2,7 +2,7 @@
 check that a model fits in memory before any of its tensors is made.
 
 Counts come from building the real modules (on the meta device, so xxlarge costs no memory), never from a
-formula kept beside the code, so the table cannot drift from what `model.py` builds. A config of more than
+formula kept beside the code, so the table cannot drift from what `albert.py` builds. A config of more than
 BUILT_UNITS layers (or blocks) is counted from two builds of one and two: at a given sharing, every layer (or
 block) adds the same parameters, so the count is exact without building a billion layers.
 
@@ -82,8 +82,8 @@ def extrapolated_count(config: ModelConfig) -> ParamCount:
 
 class _NoNormalInit(TorchFunctionMode):
     """Leaves `normal_` undone while a model is built to be counted: a meta tensor has no values to draw, and the
-    first meta `normal_` of a process loads torch's reference implementations (about 2 CPU-seconds), which every
-    `litebert.load` would pay for its size check."""
+    first meta `normal_` of a process loads torch's reference implementations (seconds of CPU: docs/log.md at
+    `3544509`), which every `litebert.load` would pay for its size check."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if getattr(func, "__name__", "") == "normal_":  # the Tensor method, or torch.nn.init's function

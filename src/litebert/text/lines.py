@@ -91,7 +91,7 @@ def _utf8(data: bytes, offset: int, path: Path, report: TextReport, line: int) -
     except UnicodeDecodeError:
         pass
     # One decode with an error handler that notes where: decoding again from each invalid sequence copied the rest
-    # of the line each time (quadratic: a 600 KB line with an invalid byte every 3 took 5 s).
+    # of the line each time (quadratic in the line's length: docs/log.md at `3a3b065`).
     _INVALID.starts = []
     text = data.decode("utf-8", errors="litebert.record_invalid")
     for start in _INVALID.starts:

@@ -177,7 +177,7 @@ class Tokenizer:
         self, texts: Sequence[str], num_threads: int = 1, *, special_tokens: bool = True
     ) -> list[list[int]]:
         """Piece ids of many texts: Python normalisation (a fast path for ASCII and stable characters), then one
-        call into sentencepiece's C++ batch encoder (about 1M tokens/s on one core with 30k pieces).
+        call into sentencepiece's C++ batch encoder (its speed: docs/benchmarks.md, Data preparation).
 
         `special_tokens`: the strings "[MASK]", "[SEP]", "<pad>", ... in a text map to their ids, as transformers
         does with its special tokens (fill-mask input). Pretraining data is built with False, as the official

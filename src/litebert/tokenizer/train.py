@@ -246,8 +246,8 @@ def _finalize_model(model: bytes) -> bytes:
        digit is always its own piece, the intent of the official "3.0," re-split (tokenization.encode_pieces),
        with nothing for transformers' tokenizer.json to copy.
     2. Scores are rounded to multiples of 1/256 (a change of at most 0.002 in a log-probability). Sentencepiece
-       sums path scores in float32, tokenizers in float64, so near-ties could be resolved differently (measured:
-       1 sentence in 63k of the State of the Union addresses); on this grid both sums are exact for any path
+       sums path scores in float32, tokenizers in float64, so near-ties could be resolved differently (rarely, but
+       measurably: docs/log.md at `fca5adb`); on this grid both sums are exact for any path
        below 65,536 in magnitude, and both engines then pick the same segmentation.
     """
     from sentencepiece import sentencepiece_model_pb2 as model_pb2  # protobuf: imported by what edits a model

@@ -127,11 +127,10 @@ def start_store(agent: dist.Store, rank: int, world: int, host: str, *, timeout_
 
 
 def fit_threads(local_processes: int, device: torch.device, *, say: bool = True) -> int:
-    """Keep (local processes x intra-op threads) within the cores this process may use: OpenMP threads beyond
-    them spin waiting for a core, and a step then takes many times longer, silently (two DDP workers of two
-    threads each on two cores ran 15x slower than of one). Threads the user chose (OMP_NUM_THREADS,
-    MKL_NUM_THREADS, or torch.set_num_threads after importing litebert) are kept, with a warning giving the
-    figures; otherwise they are capped, said once. Returns the threads per process."""
+    """Keep (local processes x intra-op threads) within the cores this process may use: OpenMP threads beyond them spin
+    waiting for a core, and a step then takes many times longer, silently (docs/log.md at `76a043c`). Threads the user
+    chose (OMP_NUM_THREADS, MKL_NUM_THREADS, or torch.set_num_threads after importing litebert) are kept, with a warning
+    giving the figures; otherwise they are capped, said once. Returns the threads per process."""
     global _THREADS_CHECKED
     threads = torch.get_num_threads()
     if _THREADS_CHECKED:

@@ -407,7 +407,7 @@ def _model_fields(job: PretrainJob) -> dict[str, Any]:
 def _plots(out: Path) -> list[Path]:
     try:
         return plot_run(out)
-    except ImportError:  # matplotlib is optional (pip install 'litebert[plot]')
+    except ImportError:  # matplotlib, a dependency, missing from this environment: the run ends without curves
         return []
 
 

@@ -225,7 +225,7 @@ def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Pat
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError(
-            "litebert plot needs matplotlib: pip install 'litebert[plot]' (or pip install matplotlib)"
+            "litebert plot needs matplotlib, a dependency missing from this environment: pip install matplotlib"
         ) from None
     records = read_metrics(run_dir)
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "plots"

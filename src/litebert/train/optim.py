@@ -25,7 +25,7 @@ from torch import nn
 from litebert.model import compat
 
 # Official ALBERT: exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"]; layer adaptation uses the
-# same list when none is given. litebert's own LayerNorm modules are called `norm` (model.py, heads.py).
+# same list when none is given. litebert's own LayerNorm modules are called `norm` (model/albert.py, model/heads.py).
 EXCLUDE_PATTERNS: tuple[str, ...] = ("LayerNorm", "layer_norm", "bias", r"(^|\.)norm\.")
 # litebert fuses query/key/value into one (3H, H) matrix; the official code has three tensors, each with its
 # own trust ratio, so LAMB splits these into 3 row blocks for the ratio.
@@ -119,7 +119,7 @@ class Lamb(torch.optim.Optimizer):
         rules = [self._rule(name, group) for name, _ in named]
         w = [p.to(dt) for p, dt in zip(params, dtypes, strict=True)]
         # u is written into a scratch buffer kept between steps: fresh parameter-sized tensors every step cost
-        # more than the arithmetic on CPU (measured: 98 -> 30 ms per albert-base step on one thread).
+        # more than the arithmetic on CPU (docs/log.md at `d0a46c5`).
         update = [self._scratch(p, dt) for p, dt in zip(params, dtypes, strict=True)]
         for (excluded, _), w_i, u_i in zip(rules, w, update, strict=True):
             if excluded or not group["weight_decay"]:

@@ -14,7 +14,7 @@ from litebert.model import compat
 def native_bf16(device: torch.device) -> bool:
     """Whether `device` multiplies bf16 matrices in hardware: a CUDA GPU that supports bf16, or a CPU with
     AVX512-BF16 or AMX (elsewhere, oneDNN's check for its own bf16 kernels). Without them torch's bf16 matmul is a
-    reference loop: 0.3-1.4 GFLOP/s against 110 in fp32 on a 2-core AVX2 AMD EPYC, so a bf16 step is ~10x slower."""
+    reference loop, so on a CPU without them a bf16 step is many times slower than fp32 (docs/log.md at `ad75e3d`)."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type != "cpu":

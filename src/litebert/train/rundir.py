@@ -296,7 +296,7 @@ def check_same_data(run_dir: Path, data_dir: Path) -> None:
     except (OSError, ValueError, AttributeError):
         recorded = None
     found = data_identity(data_dir)
-    if recorded is not None and found != recorded:  # None: a run from before it was recorded
+    if recorded is not None and found != recorded:  # None: the run records no data identity to compare
         raise ValueError(
             f"{data_dir.resolve() / 'manifest.json'}: not the data this run started with ({run_dir / RUN_CONFIG} "
             f"records data identity {recorded[:12]}..., this data has {found[:12]}...: the sha256 of what its "
