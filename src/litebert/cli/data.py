@@ -1,6 +1,6 @@
 """CLI for the data step: `litebert data build` (corpus -> shards) and `litebert data stats` (what was built).
 
-Handlers turn arguments into a DataConfig / ReadConfig and call one library function (litebert.data.build,
+Handlers turn arguments into a DataConfig / ReadConfig / StatsConfig and call one library function (litebert.data.build,
 litebert.data.data_stats), then print what it returned. Reading options are the ones of `litebert text`.
 """
 
@@ -10,7 +10,7 @@ import argparse
 
 from litebert.cli.flags import add_config_flags, config_flags, given
 from litebert.cli.text import add_read_options, read_config_from
-from litebert.data import DataConfig
+from litebert.data import DataConfig, StatsConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,9 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.set_defaults(func=_build)
 
     stats = data_sub.add_parser("stats", help="length histogram, label balance, mask statistics")
-    stats.add_argument("data_dir")
-    stats.add_argument("--split", choices=("train", "eval"), default="train")
-    stats.add_argument("--max-examples", type=int, default=20_000, help="examples sampled")
+    add_config_flags(stats, StatsConfig)
     stats.set_defaults(func=_stats)
 
 
@@ -64,5 +62,6 @@ def _build(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     from litebert.data import data_stats
 
-    print(data_stats(args.data_dir, split=args.split, max_examples=args.max_examples).format())
+    config = StatsConfig(**given(args, config_flags(StatsConfig)))
+    print(data_stats(config.data_dir, split=config.split, max_examples=config.max_examples).format())
     return 0

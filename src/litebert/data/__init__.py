@@ -10,11 +10,12 @@ from litebert.data.collate import PretrainingBatches, read_examples
 from litebert.data.config import DataConfig
 from litebert.data.probes import probe_batches, probe_documents, probe_sets
 from litebert.data.shards import read_manifest
-from litebert.data.stats import data_stats
+from litebert.data.stats import StatsConfig, data_stats
 
 __all__ = [
     "DataConfig",
     "PretrainingBatches",
+    "StatsConfig",
     "build",
     "data_stats",
     "probe_batches",
