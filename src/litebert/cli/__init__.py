@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "suite": ("suite", "fine-tune and score a model over seeds: GLUE, the paper's five tasks, a suite file"),
     "params": ("model", "print a model's parameter count broken down, or the paper's tables"),
     "convert": (
-        "model",
+        "convert",
         "convert a checkpoint to or from transformers' ALBERT layout, or from an official ALBERT TensorFlow checkpoint",
     ),
     "export": ("export", "a model as an ONNX bundle (onnxruntime, transformers.js, Optimum), optionally int8"),
