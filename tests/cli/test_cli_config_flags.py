@@ -25,7 +25,7 @@ import litebert.train
 from litebert.cli import COMMANDS as CLI_COMMANDS
 from litebert.cli import build_parser, main
 from litebert.cli.flags import METADATA_KEYS, Flag, config_flags, format_default, given, make_config
-from litebert.data import DataConfig, StatsConfig
+from litebert.data import BuildConfig, DataConfig, StatsConfig
 from litebert.export.bundle import ExportConfig
 from litebert.finetune import FinetuneConfig
 from litebert.finetune.inference import EmbedConfig, EvaluateConfig, PredictConfig
@@ -47,8 +47,8 @@ COMMANDS: dict[str, tuple[list[str], tuple[type, ...], dict[str, Any]]] = {
     "tokenizer add-words": (["tokenizer", "add-words", "tok", "words.txt", "--out", "tok2"], (), {}),
     "data build": (
         ["data", "build", "corpus.txt", "--tokenizer", "tok", "--out", "data"],
-        (DataConfig, ReadConfig),
-        {},
+        (BuildConfig, DataConfig, ReadConfig),
+        {"corpus": ["corpus.txt"], "tokenizer": "tok", "out": "data"},
     ),
     "data stats": (["data", "stats", "data"], (StatsConfig,), {"data_dir": "data"}),
     "pretrain": (["pretrain"], (PretrainJob,), {}),
@@ -84,7 +84,6 @@ NOT_FIELDS = {
     "text prepare": {"inputs", "--out"},  # ReadConfig is how to read, shared with data build and pretrain --corpus
     "tokenizer train": {"inputs", "--out"},
     "tokenizer add-words": {"tokenizer_dir", "words_file", "--out"},
-    "data build": {"corpus", "--tokenizer", "--out", "--workers", "--no-progress"},  # DataConfig is in the manifest
     "pretrain": {"--config", "--out", "--resume"},  # the job file the flags go over, the run directory, resuming it
     "finetune": {"--resume"},
 }
@@ -264,7 +263,8 @@ def test_commands_given_no_flag_use_the_dataclass_defaults(monkeypatch: pytest.M
     ):
         _capture(monkeypatch, module, name)
     args, kwargs = _call(COMMANDS["data build"][0])
-    assert args[3] == DataConfig() and kwargs["read_config"] == ReadConfig() and kwargs["workers"] == 1
+    assert args == (["corpus.txt"], "tok", "data", DataConfig()) and kwargs["read_config"] == ReadConfig()
+    assert (kwargs["workers"], kwargs["progress"]) == (1, True)
     args, kwargs = _call(["pretrain"])
     assert args == (PretrainJob(), "runs/default") and kwargs == {"resume": False, "train_overrides": {}}
     args, _ = _call(["finetune", *(a for k, v in REQUIRED.items() for a in (f"--{k}", v))])
@@ -319,13 +319,14 @@ def test_library_functions_default_to_their_configs() -> None:
     from litebert.finetune.embed import embed_file
 
     for function, config in (
+        (litebert.data.build, BuildConfig(corpus=["c"], tokenizer="t", out="o")),
         (litebert.data.data_stats, StatsConfig(data_dir="d")),
         (embed_file, EmbedConfig(file="f", init="m", out="o")),
         (export_onnx, ExportConfig(model_dir="m", out_dir="o")),
     ):
-        defaults = {k: p.default for k, p in inspect.signature(function).parameters.items() if p.kind is p.KEYWORD_ONLY}
-        fields = {k: v for k, v in dataclasses.asdict(config).items() if k in defaults}
-        assert defaults == fields != {}, function.__name__
+        keywords = {k: p.default for k, p in inspect.signature(function).parameters.items() if p.kind is p.KEYWORD_ONLY}
+        shared = {k: v for k, v in dataclasses.asdict(config).items() if k in keywords}
+        assert shared and shared == {k: keywords[k] for k in shared}, function.__name__
 
 
 def test_refusals_name_the_flags(capsys: pytest.CaptureFixture) -> None:
