@@ -84,7 +84,8 @@ NOT_FIELDS = {
     "text prepare": {"inputs", "--out"},  # ReadConfig is how to read, shared with data build and pretrain --corpus
     "tokenizer train": {"inputs", "--out"},
     "tokenizer add-words": {"tokenizer_dir", "words_file", "--out"},
-    "pretrain": {"--config", "--out", "--resume"},  # the job file the flags go over, the run directory, resuming it
+    # the job file the flags go over, the run directory (run_job's default: not part of the job), resuming it
+    "pretrain": {"--config", "--out", "--resume"},
     "finetune": {"--resume"},
 }
 CONFIGS = (

@@ -9,7 +9,7 @@ import math
 from litebert.cli.flags import add_config_flags, config_flags, given, option_of
 from litebert.io.jobfiles import read_job_file
 from litebert.train import PretrainJob
-from litebert.train.job import preset_with_init
+from litebert.train.job import DEFAULT_RUN_DIR, preset_with_init
 from litebert.train.metrics import PlotConfig
 
 _JOB_FLAGS = config_flags(PretrainJob)  # one per field: the job's, its training and its reading settings
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Pretrain with LAMB, warmup + polynomial decay, exact resume; torchrun for many processes.",
     )
     p.add_argument("--config", metavar="FILE", help="job file, JSON or TOML (.toml): preset, model, train, data, ...")
-    p.add_argument("--out", metavar="RUN_DIR", default="runs/default", help="run directory (default: %(default)s)")
+    p.add_argument("--out", metavar="RUN_DIR", default=DEFAULT_RUN_DIR, help="run directory (default: %(default)s)")
     p.add_argument(
         "--resume",
         nargs="?",
