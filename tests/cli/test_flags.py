@@ -144,3 +144,25 @@ def test_a_field_of_a_type_without_a_flag_names_itself() -> None:
 
     with pytest.raises(TypeError, match=r"Odd\.table: no command-line flag for type dict; .*'cli': False"):
         add_config_flags(argparse.ArgumentParser(), Odd)
+
+
+def test_a_positional_field_is_an_operand_named_by_its_metavar(capsys: pytest.CaptureFixture) -> None:
+    @dataclass(kw_only=True)
+    class Op:
+        source_dir: str = field(metadata={"help": "where from", "positional": True})
+        mode: str = field(metadata={"help": "how", "choices": MODES, "positional": True})
+        steps: int = field(default=10, metadata={"help": "steps to take"})
+
+    parser = argparse.ArgumentParser(prog="op")
+    flags = add_config_flags(parser, Op)
+    assert [f.option for f in flags] == ["SOURCE_DIR", "MODE", "--steps"]  # as messages name them (flag_of)
+    assert given(parser.parse_args(["d", "slow", "--steps", "3"]), flags) == {
+        "source_dir": "d",
+        "mode": "slow",
+        "steps": 3,
+    }
+    text = " ".join(parser.format_help().split())
+    assert "SOURCE_DIR {fast,slow} positional arguments: SOURCE_DIR where from {fast,slow} how options:" in text
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--steps", "3"])
+    assert "required: SOURCE_DIR" in capsys.readouterr().err

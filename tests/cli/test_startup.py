@@ -37,6 +37,8 @@ def _command(*argv: str) -> str:
         _command("tokenizer", "--help"),
         _command("tokenizer", "train", "--help"),
         _command("params", "--paper"),
+        _command("params", "--help"),
+        _command("predict", "--help"),  # PredictConfig's module imports no torch: predict --onnx runs without it
     ],
     ids=lambda code: code.splitlines()[-3 if "main(" in code else 0].strip(),
 )

@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "suite": ("suite", "fine-tune and score a model over seeds: GLUE, the paper's five tasks, a suite file"),
     "params": ("model", "print a model's parameter count broken down, or the paper's tables"),
     "convert": (
-        "model",
+        "convert",
         "convert a checkpoint to or from transformers' ALBERT layout, or from an official ALBERT TensorFlow checkpoint",
     ),
     "export": ("export", "a model as an ONNX bundle (onnxruntime, transformers.js, Optimum), optionally int8"),
@@ -62,8 +62,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
-    # text, tokenizer, data and predict --onnx need no torch; the others reuse freed pages
-    if args.command not in ("text", "tokenizer", "data") and not getattr(args, "onnx", None):
+    # text, tokenizer, data and predict --onnx (its torch_free says so) need no torch; the others reuse freed pages
+    if args.command not in ("text", "tokenizer", "data") and not getattr(args, "torch_free", lambda _: False)(args):
         from litebert.model.allocator import keep_freed_memory
 
         keep_freed_memory()  # this process is ours: reuse freed tensors' pages (litebert.model.allocator)

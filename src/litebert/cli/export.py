@@ -1,10 +1,14 @@
-"""CLI subcommand `export onnx`: a litebert or fine-tuned model -> an ONNX bundle (litebert.export)."""
+"""CLI subcommand `export onnx`: a litebert or fine-tuned model -> an ONNX bundle (litebert.export, from an
+ExportConfig)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+
+from litebert.cli.flags import add_config_flags, config_flags, given
+from litebert.export.bundle import ExportConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,19 +18,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     o = formats.add_parser(
         "onnx", help="onnx/model.onnx (+ model_quantized.onnx with --int8), config.json with the labels, tokenizer.json"
     )
-    o.add_argument("model_dir", type=Path, help="a litebert model directory or a fine-tuned OUT/best")
-    o.add_argument("out_dir", type=Path, help="the bundle's directory (new or empty)")
-    int8 = "also write onnx/model_quantized.onnx: int8 weights, each shared matrix quantised once"
-    o.add_argument("--int8", action="store_true", help=int8)
-    o.add_argument("--opset", type=int, default=None, help="ONNX opset (default: 17)")
+    add_config_flags(o, ExportConfig)
     o.set_defaults(func=_export_onnx)
 
 
 def _export_onnx(args: argparse.Namespace) -> int:
     from litebert.export.bundle import export_onnx
-    from litebert.export.graph import OPSET
 
-    out = export_onnx(args.model_dir, args.out_dir, opset=args.opset or OPSET, int8=args.int8)
-    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    config = ExportConfig(**given(args, config_flags(ExportConfig)))
+    out = export_onnx(config.model_dir, config.out_dir, opset=config.opset, int8=config.int8)
+    files = sorted(str(p.relative_to(out)) for p in Path(out).rglob("*") if p.is_file())
     print(json.dumps({"out": str(out), "files": files}))
     return 0

@@ -7,8 +7,7 @@ import json
 
 from litebert.cli.flags import Flag, add_config_flags, config_flags, given
 from litebert.finetune import FinetuneConfig, check_pooling
-from litebert.finetune.tasks import TASKS
-from litebert.finetune.tasks.squad_eval import METRICS
+from litebert.finetune.inference import EmbedConfig, EvaluateConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,27 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_finetune)
 
     e = sub.add_parser("evaluate", help="score SQuAD predictions (official metric) or a fine-tuned model")
-    e.add_argument("--task", choices=sorted(TASKS), help="with --predictions: only squad")
-    e.add_argument("--data", required=True, help="gold file (SQuAD JSON, or a labelled file of the model's task)")
-    e.add_argument("--predictions", help="predictions JSON (question id -> answer text, '' for no answer)")
-    e.add_argument("--version", choices=("1.1", "2.0"), help="SQuAD version (default: from the gold file)")
-    e.add_argument(
-        "--metric",
-        choices=METRICS,
-        help="with --predictions: SQuAD's word F1 or KorQuAD 1.0's character F1 (default: korquad "
-        "when the gold file's version names KorQuAD, else squad)",
-    )
-    e.add_argument("--init", help="fine-tuned model dir (OUT/best) to evaluate on --data")
-    e.add_argument("--text-columns", help="with --init: this file's text columns, when not the training file's")
-    e.add_argument("--label-column", help="with --init: this file's label column, when not the training file's")
+    add_config_flags(e, EvaluateConfig)
     e.set_defaults(func=_evaluate)
 
     m = sub.add_parser("embed", help="mean-pooled embeddings of each line of a text file, saved as .npy")
-    m.add_argument("file", help="text file, one text per line")
-    m.add_argument("--init", required=True, help="model dir (litebert, transformers ALBERT or fine-tuned)")
-    m.add_argument("--out", required=True, help="output .npy, shape (lines, hidden_size)")
-    m.add_argument("--batch-size", type=int, default=32)
-    m.add_argument("--max-seq-length", type=int, help="window length (default: the model's maximum)")
+    add_config_flags(m, EmbedConfig)
     m.set_defaults(func=_embed)
 
 
@@ -84,50 +67,25 @@ def _finetune(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    if args.predictions:
-        if args.task not in (None, "squad"):
-            raise ValueError("--predictions scoring is for --task squad; use --init to evaluate a model")
-        model_flags = [
-            f
-            for f, v in (
-                ("--init", args.init),
-                ("--text-columns", args.text_columns),
-                ("--label-column", args.label_column),
-            )
-            if v
-        ]
-        if model_flags:
-            raise ValueError(f"{', '.join(model_flags)}: for evaluating a model (--init), not with --predictions")
+    config = EvaluateConfig(**given(args, config_flags(EvaluateConfig)))
+    if config.predictions is not None:
         from litebert.finetune.tasks.squad_eval import evaluate_files
 
-        print(json.dumps(evaluate_files(args.data, args.predictions, version=args.version, metric=args.metric)))
-        return 0
-    if not args.init:
-        raise ValueError("evaluate needs --predictions (SQuAD scoring) or --init (a fine-tuned model)")
-    if args.metric:  # a model's SQuAD score follows its data file, as in fine-tuning
-        raise ValueError(
-            "--metric is for --predictions; with --init a file whose version names KorQuAD is scored "
-            "with KorQuAD's metric, any other with SQuAD's"
-        )
-    if args.version:  # as the metric: the file's own version, whatever the flag said (it was dropped silently)
-        raise ValueError(
-            "--version is for --predictions; with --init a SQuAD file is scored by its own version's "
-            'rules (its "version" field, else 2.0 when a question has no answers)'
-        )
-    from litebert.finetune import evaluate
+        scores = evaluate_files(config.data, config.predictions, version=config.version, metric=config.metric)
+    else:
+        from litebert.finetune import evaluate
 
-    columns = {"text_columns": _columns(args.text_columns), "label_column": args.label_column}
-    print(json.dumps(evaluate(args.init, args.data, task=args.task, **columns)))
+        columns = {"text_columns": config.text_columns, "label_column": config.label_column}
+        scores = evaluate(config.init, config.data, task=config.task, **columns)
+    print(json.dumps(scores))
     return 0
-
-
-def _columns(flag: str | None) -> tuple[str, ...] | None:
-    return tuple(c.strip() for c in flag.split(",")) if flag else None
 
 
 def _embed(args: argparse.Namespace) -> int:
     from litebert.finetune.embed import embed_file
 
-    result = embed_file(args.file, args.init, args.out, batch_size=args.batch_size, max_seq_length=args.max_seq_length)
-    print(json.dumps({"shape": list(result.vectors.shape), "windowed": result.windowed, "out": args.out}))
+    config = EmbedConfig(**given(args, config_flags(EmbedConfig)))
+    sizes = {"batch_size": config.batch_size, "max_seq_length": config.max_seq_length}
+    result = embed_file(config.file, config.init, config.out, **sizes)
+    print(json.dumps({"shape": list(result.vectors.shape), "windowed": result.windowed, "out": config.out}))
     return 0

@@ -11,6 +11,8 @@ Each field's `dataclasses.field(metadata={...})` says how its flag looks:
     choices  the values allowed: the config's own constant tuple (OBJECTIVES, PRECISIONS, ...)
     nargs    "+": a list given as separate arguments (--corpus a b); other lists and tuples are comma-separated
     metavar  the value's name in --help (default: N for an integer, else the field's name in capitals)
+    positional  True: an operand, not an option (`convert DIRECTION SRC DST`), a field without a default; messages
+             name it by its metavar (flag_of)
     cli      False: no flag (a field set by a --config file or by the command itself)
 
 The type comes from the annotation: int, float and str (`X | None` as X), bool as --flag / --no-flag, lists and
@@ -34,7 +36,7 @@ from typing import Any
 
 from litebert.io import flag_of
 
-METADATA_KEYS = frozenset({"help", "flag", "aliases", "const", "choices", "nargs", "metavar", "cli"})
+METADATA_KEYS = frozenset({"help", "flag", "aliases", "const", "choices", "nargs", "metavar", "positional", "cli"})
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,15 @@ def add_config_flags(
     for flag in flags:
         if flag.section not in groups:
             groups[flag.section] = parser.add_argument_group(flag.section)
+        kw = _argparse_kwargs(flag, note(flag) if note else None)
+        if flag.field.metadata.get("positional"):  # argparse names a positional by its dest, shown as its metavar
+            kw.pop("required", None)
+            if "choices" not in kw:
+                kw["metavar"] = flag.option
+            groups[flag.section].add_argument(kw.pop("dest"), **kw)
+            continue
         options = (flag.option, *flag.field.metadata.get("aliases", ()))
-        groups[flag.section].add_argument(*options, **_argparse_kwargs(flag, note(flag) if note else None))
+        groups[flag.section].add_argument(*options, **kw)
     return flags
 
 

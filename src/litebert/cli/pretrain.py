@@ -9,7 +9,8 @@ import math
 from litebert.cli.flags import add_config_flags, config_flags, given, option_of
 from litebert.io.jobfiles import read_job_file
 from litebert.train import PretrainJob
-from litebert.train.job import preset_with_init
+from litebert.train.job import DEFAULT_RUN_DIR, preset_with_init
+from litebert.train.metrics import PlotConfig
 
 _JOB_FLAGS = config_flags(PretrainJob)  # one per field: the job's, its training and its reading settings
 
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Pretrain with LAMB, warmup + polynomial decay, exact resume; torchrun for many processes.",
     )
     p.add_argument("--config", metavar="FILE", help="job file, JSON or TOML (.toml): preset, model, train, data, ...")
-    p.add_argument("--out", metavar="RUN_DIR", default="runs/default", help="run directory (default: %(default)s)")
+    p.add_argument("--out", metavar="RUN_DIR", default=DEFAULT_RUN_DIR, help="run directory (default: %(default)s)")
     p.add_argument(
         "--resume",
         nargs="?",
@@ -36,8 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_pretrain)
 
     q = sub.add_parser("plot", help="write PNG curves of a pretraining run (matplotlib)")
-    q.add_argument("run_dir", metavar="RUN_DIR")
-    q.add_argument("--out", metavar="DIR", help="where to write the PNGs (default RUN_DIR/plots)")
+    add_config_flags(q, PlotConfig)
     q.set_defaults(func=_plot)
 
 
@@ -100,8 +100,9 @@ def _plot(args: argparse.Namespace) -> int:
 
     from litebert.train.metrics import plot_run
 
+    config = PlotConfig(**given(args, config_flags(PlotConfig)))
     try:
-        paths = plot_run(args.run_dir, args.out)
+        paths = plot_run(config.run_dir, config.out)
     except ImportError as exc:  # matplotlib, a dependency, missing from this environment
         print(f"litebert plot: error: {exc}", file=sys.stderr)
         return 2

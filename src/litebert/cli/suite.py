@@ -19,7 +19,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Every (task, seed) is one fine-tuning run; run again, finished runs are reused and interrupted "
         "ones continue. Writes OUT/results.json, results.md, seeds.png and, for GLUE, the leaderboard files.",
     )
-    p.add_argument("suite", metavar="SUITE", help="glue, paper, korean, or the path of a suite file (TOML)")
     add_config_flags(p, SuiteConfig, title="the run (SuiteConfig)")
     p.set_defaults(func=_suite)
 
@@ -27,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _suite(args: argparse.Namespace) -> int:
     from litebert.finetune.suite import run_suite
 
-    result = run_suite(SuiteConfig(suite=args.suite, **given(args, _FLAGS)))
+    result = run_suite(SuiteConfig(**given(args, _FLAGS)))
     score = result.results["score"]
     print(
         json.dumps(

@@ -5,16 +5,18 @@ shards plus a manifest; ``PretrainingBatches`` / ``read_examples`` (collate.py) 
 summarises what was built; probes.py makes balanced NSP and SOP probe sets from a build's held-out documents.
 """
 
-from litebert.data.build import build
+from litebert.data.build import BuildConfig, build
 from litebert.data.collate import PretrainingBatches, read_examples
 from litebert.data.config import DataConfig
 from litebert.data.probes import probe_batches, probe_documents, probe_sets
 from litebert.data.shards import read_manifest
-from litebert.data.stats import data_stats
+from litebert.data.stats import StatsConfig, data_stats
 
 __all__ = [
+    "BuildConfig",
     "DataConfig",
     "PretrainingBatches",
+    "StatsConfig",
     "build",
     "data_stats",
     "probe_batches",

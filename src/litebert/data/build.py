@@ -15,6 +15,9 @@ Resume: ``windows.jsonl`` records the example counts of every finished window an
 ever renamed into place, so a rerun with the same settings skips the windows whose examples are all in
 finished shards, recomputes the rest and never rewrites a finished shard. A build holds OUT/.lock
 (litebert.io.lock_dir): a second build into the same directory is refused while the first runs.
+
+`BuildConfig` holds what the command reads and writes and how it runs (the flags of `litebert data build` beside
+DataConfig's and ReadConfig's, and `build`'s defaults); none of it is part of what the data is.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import warnings
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
@@ -49,11 +52,38 @@ from litebert.data.shards import (
     shard_sizes,
     verify_kept_shards,
 )
-from litebert.io import LOCK_FILE, atomic_path, naming_full_disk, read_json, staged_files, write_json, writing_dir
+from litebert.io import (
+    LOCK_FILE,
+    atomic_path,
+    field_label,
+    naming_full_disk,
+    read_json,
+    staged_files,
+    write_json,
+    writing_dir,
+)
 from litebert.text.files import Paths, iter_files
 from litebert.text.read import READER_VERSION, ReadConfig, read_documents
 from litebert.text.sentences import split_sentences
 from litebert.tokenizer.tokenizer import Tokenizer, copy_tokenizer
+
+
+@dataclass(kw_only=True)
+class BuildConfig:
+    """The corpus a build reads, its tokenizer, its output directory and how it runs."""
+
+    corpus: list[str] = field(
+        metadata={"help": "files or directories (raw text, read like `text prepare`)", "positional": True, "nargs": "+"}
+    )
+    tokenizer: str = field(metadata={"help": "tokenizer directory (spiece.model)", "metavar": "DIR"})
+    out: str = field(metadata={"help": "output directory (resumed if it holds the same build)", "metavar": "DIR"})
+    workers: int = field(default=1, metadata={"help": "processes; the output is the same for any number"})
+    progress: bool = field(default=True, metadata={"help": "no progress bar", "flag": "--no-progress", "const": False})
+
+    def __post_init__(self) -> None:
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"{field_label(BuildConfig, 'workers')} must be a positive integer, got {self.workers!r}")
+
 
 STATE = "build_state.json"
 WINDOWS = "windows.jsonl"
@@ -273,9 +303,9 @@ def build(
     out_dir: str | Path,
     config: DataConfig,
     *,
-    workers: int = 1,
+    workers: int = BuildConfig.workers,
     read_config: ReadConfig | None = None,
-    progress: bool = True,
+    progress: bool = BuildConfig.progress,
 ) -> dict:
     """Build pretraining shards from raw documents; return (and write) the manifest. See the module docstring."""
     if not isinstance(workers, int) or workers < 1:

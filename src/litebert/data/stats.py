@@ -2,7 +2,7 @@
 
 Statistics are computed over up to ``max_examples`` examples spread evenly over the split. Dynamically masked
 data stores no masks, so its mask statistics come from masks drawn the way the batch reader draws them
-(epoch 0, reader seed 0).
+(epoch 0, reader seed 0). `StatsConfig` holds what the command reads: its flags, and data_stats's defaults.
 """
 
 from __future__ import annotations
@@ -13,6 +13,25 @@ from pathlib import Path
 import numpy as np
 
 from litebert.data.collate import _Reader
+from litebert.data.shards import SPLITS
+from litebert.io import field_label
+
+
+@dataclass(kw_only=True)
+class StatsConfig:
+    """Which built data `litebert data stats` reads, and how much of it."""
+
+    data_dir: str = field(metadata={"help": "a built data directory (litebert data build)", "positional": True})
+    split: str = field(default="train", metadata={"help": "the split to read", "choices": SPLITS})
+    max_examples: int = field(default=20_000, metadata={"help": "examples sampled, spread evenly over the split"})
+
+    def __post_init__(self) -> None:
+        self.data_dir = str(self.data_dir)  # a Path from the Python API
+        if self.split not in SPLITS:
+            raise ValueError(f"{field_label(StatsConfig, 'split')} must be one of {SPLITS}, got {self.split!r}")
+        if isinstance(self.max_examples, bool) or not isinstance(self.max_examples, int) or self.max_examples < 1:
+            label = field_label(StatsConfig, "max_examples")
+            raise ValueError(f"{label} must be a positive integer, got {self.max_examples!r}")
 
 
 @dataclass(kw_only=True)
@@ -63,10 +82,11 @@ class DataStats:
         return "\n".join(lines)
 
 
-def data_stats(data_dir: str | Path, *, split: str = "train", max_examples: int = 20_000) -> DataStats:
-    """Compute DataStats of ``split`` of a built data directory."""
-    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
-        raise ValueError(f"max_examples (--max-examples) must be a positive integer, got {max_examples!r}")
+def data_stats(
+    data_dir: str | Path, *, split: str = StatsConfig.split, max_examples: int = StatsConfig.max_examples
+) -> DataStats:
+    """Compute DataStats of ``split`` of a built data directory (the defaults are StatsConfig's, which checks them)."""
+    StatsConfig(data_dir=data_dir, split=split, max_examples=max_examples)
     reader = _Reader(data_dir, split, seed=0)
     n = len(reader)
     if n == 0:

@@ -1,11 +1,12 @@
 """`export_onnx`: a litebert or fine-tuned model directory -> an ONNX bundle in the layout transformers.js and
 Optimum read (onnx/model.onnx, config.json with the task's labels, tokenizer.json and tokenizer_config.json), checked
-against the model through onnxruntime before anything is written, and written whole or not at all."""
+against the model through onnxruntime before anything is written, and written whole or not at all. `ExportConfig`
+holds the settings of `litebert export onnx`."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,32 @@ from litebert.hf.convert import check_destination, model_files, task_architectur
 from litebert.hf.directory import load
 from litebert.hf.names import config_to_hf
 from litebert.hf.tokenizer import HF_TOKENIZER_CONFIG, copy_tokenizer_with_hf_files, load_tokenizer
-from litebert.io import read_json, staged_files, write_bytes, write_json
+from litebert.io import field_label, read_json, staged_files, write_bytes, write_json
 from litebert.model.config import ModelConfig
 from litebert.model.weights import CONFIG_FILE, META_FILE
 
 PARITY_ATOL = 1e-4  # the largest difference from litebert's own forward an export may show, checked when written
+
+
+@dataclass(kw_only=True)
+class ExportConfig:
+    """One export: a model directory -> an ONNX bundle (`export_onnx`'s arguments; its defaults are these)."""
+
+    model_dir: str = field(metadata={"help": "a litebert model directory or a fine-tuned OUT/best", "positional": True})
+    out_dir: str = field(metadata={"help": "the bundle's directory (new or empty)", "positional": True})
+    int8: bool = field(
+        default=False,
+        metadata={
+            "help": "also write onnx/model_quantized.onnx: int8 weights, each shared matrix quantised once",
+            "const": True,
+        },
+    )
+    opset: int = field(default=OPSET, metadata={"help": f"ONNX opset ({MIN_OPSET} or newer)"})
+
+    def __post_init__(self) -> None:
+        self.model_dir, self.out_dir = str(self.model_dir), str(self.out_dir)  # Paths from the Python API
+        if isinstance(self.opset, bool) or not isinstance(self.opset, int) or self.opset < 1:
+            raise ValueError(f"{field_label(ExportConfig, 'opset')} must be a positive integer, got {self.opset!r}")
 
 
 @dataclass
@@ -111,7 +133,9 @@ def check_parity(source: Source, module: Exported, model_bytes: bytes, what: str
             )
 
 
-def export_onnx(src_dir: str | Path, dst_dir: str | Path, *, opset: int = OPSET, int8: bool = False) -> Path:
+def export_onnx(
+    src_dir: str | Path, dst_dir: str | Path, *, opset: int = ExportConfig.opset, int8: bool = ExportConfig.int8
+) -> Path:
     """Export the model of `src_dir` (pretrained or fine-tuned) as an ONNX bundle in `dst_dir` (new or empty): the
     fp32 graph in onnx/model.onnx and, with `int8`, the graph with int8 weights in onnx/model_quantized.onnx
     (litebert.export.quantize), each shared matrix stored once in either."""

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from litebert.finetune.heads import mean_pool
+from litebert.finetune.inference import EmbedConfig
 from litebert.finetune.run import check_tokenizer_fits
 from litebert.finetune.tasks.common import collate, open_text
 from litebert.hf.directory import load
@@ -114,8 +115,8 @@ def embed_file(
     init: str | Path,
     out: str | Path | None = None,
     *,
-    batch_size: int = 32,
-    max_seq_length: int | None = None,
+    batch_size: int = EmbedConfig.batch_size,
+    max_seq_length: int | None = EmbedConfig.max_seq_length,
 ) -> SentenceEmbeddings:
     """Embed every line of a text file with the model in `init`; save the (N, H) array to `out`, a .npy file
     written at exactly that path (numpy's np.save would add ".npy" to a name without it)."""

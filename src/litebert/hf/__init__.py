@@ -19,7 +19,16 @@ from litebert.io.exports import lazy_exports
 
 if TYPE_CHECKING:
     from litebert.hf.convert import MODEL_FILES, load_hf, model_files, read_hf_weights, save_hf
-    from litebert.hf.directory import export_hf, import_hf, load, load_config, read_model_config, save
+    from litebert.hf.directory import (
+        ConvertConfig,
+        convert_model,
+        export_hf,
+        import_hf,
+        load,
+        load_config,
+        read_model_config,
+        save,
+    )
     from litebert.hf.names import config_from_hf, config_to_hf, from_hf_state_dict, to_hf_state_dict
     from litebert.hf.tf_checkpoint import convert_tf, load_tf, tf_coverage
     from litebert.hf.tokenizer import (
@@ -33,9 +42,11 @@ if TYPE_CHECKING:
 __all__ = [
     "HF_TOKENIZER_FILES",
     "MODEL_FILES",
+    "ConvertConfig",
     "build_hf_tokenizer",
     "config_from_hf",
     "config_to_hf",
+    "convert_model",
     "convert_tf",
     "copy_tokenizer_with_hf_files",
     "export_hf",
@@ -65,6 +76,8 @@ __getattr__ = lazy_exports(
         "model_files": "litebert.hf.convert",
         "read_hf_weights": "litebert.hf.convert",
         "save_hf": "litebert.hf.convert",
+        "ConvertConfig": "litebert.hf.directory",
+        "convert_model": "litebert.hf.directory",
         "export_hf": "litebert.hf.directory",
         "import_hf": "litebert.hf.directory",
         "load": "litebert.hf.directory",

@@ -1,13 +1,15 @@
 """A model directory, whoever wrote it: `load` and `load_config` read litebert's or transformers', `save` writes
 litebert's with the tokenizer files both libraries read, and `import_hf` / `export_hf` convert between the two.
 
-litebert.load, litebert.save and the `litebert convert` commands are these functions.
+litebert.load, litebert.save and the `litebert convert` commands are these functions; `convert_model` runs the one a
+`ConvertConfig` (the command's flags) names, the official TF checkpoints' (`convert_tf`) included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from torch import nn
@@ -22,9 +24,9 @@ from litebert.hf.convert import (
 )
 from litebert.hf.names import config_from_hf
 from litebert.hf.tf_checkpoint import CONFIG_NAME as TF_CONFIG_FILE
-from litebert.hf.tf_checkpoint import is_tf_checkpoint_dir, load_tf, read_albert_config
+from litebert.hf.tf_checkpoint import convert_tf, is_tf_checkpoint_dir, load_tf, read_albert_config
 from litebert.hf.tokenizer import copy_tokenizer_with_hf_files
-from litebert.io import read_json, staged_files
+from litebert.io import field_flag, read_json, staged_files
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.weights import (
@@ -119,6 +121,80 @@ def export_hf(src_dir: str | Path, dst_dir: str | Path) -> Path:
         else:
             save_hf(load(src_dir), stage, tokenizer_dir=src_dir)
     return Path(dst_dir)
+
+
+DIRECTIONS = ("to-hf", "from-hf", "from-tf")
+
+
+@dataclass(kw_only=True)
+class ConvertConfig:
+    """One conversion: litebert -> transformers (to-hf), back (from-hf), or an official TF checkpoint -> litebert
+    (from-tf, which alone reads the fields after dst)."""
+
+    direction: str = field(
+        metadata={
+            "help": "to-hf: litebert -> transformers; from-hf: transformers -> litebert; from-tf: an official TF "
+            "checkpoint (albert_config.json beside model.ckpt-*, or a prefix) -> litebert",
+            "choices": DIRECTIONS,
+            "positional": True,
+        }
+    )
+    src: str = field(
+        metadata={"help": "the model directory (from-tf: the checkpoint or its prefix)", "positional": True}
+    )
+    dst: str = field(metadata={"help": "the directory to write (new or empty)", "positional": True})
+    tf_config: str | None = field(
+        default=None,
+        metadata={"help": "from-tf: albert_config.json (default: beside the checkpoint)", "metavar": "FILE"},
+    )
+    spm_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "from-tf: the SentencePiece model (default: the *.model beside the checkpoint)",
+            "metavar": "FILE",
+        },
+    )
+    do_lower_case: bool = field(
+        default=True,
+        metadata={
+            "help": "from-tf: a cased model: no lower-casing (the releases are uncased)",
+            "flag": "--cased",
+            "const": False,
+        },
+    )
+    strip_accents: bool = field(
+        default=True,
+        metadata={
+            "help": "from-tf: no accent stripping (the releases strip them)",
+            "flag": "--keep-accents",
+            "const": False,
+        },
+    )
+
+    def __post_init__(self) -> None:
+        self.src, self.dst = str(self.src), str(self.dst)  # Paths from the Python API
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"ConvertConfig.direction must be one of {DIRECTIONS}, got {self.direction!r}")
+        defaults = {"tf_config": None, "spm_model": None, "do_lower_case": True, "strip_accents": True}
+        tf_only = [field_flag(ConvertConfig, n) for n, default in defaults.items() if getattr(self, n) != default]
+        if tf_only and self.direction != "from-tf":
+            raise ValueError(f"{', '.join(tf_only)}: for from-tf only")
+
+
+def convert_model(config: ConvertConfig) -> Path:
+    """Run the conversion `config` names (`litebert convert`); returns the directory written."""
+    if config.direction == "to-hf":
+        return export_hf(config.src, config.dst)
+    if config.direction == "from-hf":
+        return import_hf(config.src, config.dst)
+    return convert_tf(
+        config.src,
+        config.dst,
+        config_file=config.tf_config,
+        spm_model=config.spm_model,
+        do_lower_case=config.do_lower_case,
+        strip_accents=config.strip_accents,
+    )
 
 
 @contextmanager

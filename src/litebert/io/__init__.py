@@ -14,7 +14,7 @@ space it needed, the temporary file removed. A command that writes a directory h
 second writer is refused with the holder named.
 """
 
-from litebert.io.configs import check_types, field_flag, flag_of, from_dict
+from litebert.io.configs import check_types, field_flag, field_label, flag_of, from_dict
 from litebert.io.files import (
     COMPRESSION_SUFFIXES,
     READ_ERRORS,
@@ -58,6 +58,7 @@ __all__ = [
     "check_whole",
     "copy_file",
     "field_flag",
+    "field_label",
     "flag_of",
     "format_suffix",
     "from_dict",

@@ -58,7 +58,10 @@ def from_dict(cls: type, data: Any, *, source: str) -> Any:
 
 def flag_of(field: dataclasses.Field) -> str:
     """The command-line option of a config field: its metadata's "flag", else its name in kebab case. Every flag
-    litebert generates (litebert.cli.flags) and every message that names one reads it here."""
+    litebert generates (litebert.cli.flags) and every message that names one reads it here. A positional field
+    (metadata "positional") is an operand, named as --help shows it: its metavar, else its name in capitals."""
+    if field.metadata.get("positional"):
+        return field.metadata.get("metavar", field.name.upper())
     return field.metadata.get("flag", "--" + field.name.replace("_", "-"))
 
 
@@ -76,6 +79,13 @@ def field_flag(cls: type, path: str) -> str | None:
             return None
     f = _field(cls, name)
     return None if f is None or f.metadata.get("cli", True) is False else flag_of(f)
+
+
+def field_label(cls: type, path: str) -> str:
+    """How a message names the field at dotted `path` of config `cls`: "StatsConfig.max_examples (--max-examples)",
+    the field alone when no flag sets it."""
+    flag = field_flag(cls, path)
+    return f"{cls.__name__}.{path}" + (f" ({flag})" if flag else "")
 
 
 def _field(cls: type, name: str) -> dataclasses.Field | None:

@@ -1,4 +1,5 @@
-"""Model configuration: the `ModelConfig` dataclass, its validation, and the paper's named presets."""
+"""Model configuration: the `ModelConfig` dataclass, its validation, and the paper's named presets; `ParamsConfig`,
+which model `litebert params` counts (a preset or a model's config, some ModelConfig fields changed)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from litebert.io import from_dict, read_json, write_json
+from litebert.io import field_flag, field_label, from_dict, read_json, write_json
 from litebert.io.limits import MAX_POSITIONS
 
 SHARING = ("all", "attention", "ffn", "none")
@@ -198,3 +199,57 @@ def preset(name: str, **overrides: Any) -> ModelConfig:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
     return ModelConfig.from_dict({**PRESETS[name], **overrides}, source=f"preset {name!r}")
+
+
+DEFAULT_COUNTED = "albert-base"  # the model `litebert params` counts when given none
+
+
+@dataclass(kw_only=True)
+class ParamsConfig:
+    """The model whose parameters `litebert params` counts: a preset, a model's config (--init) or, with `paper`,
+    every preset and ablation beside the paper's tables; the None fields keep the model's own value."""
+
+    preset: str | None = field(
+        default=None, metadata={"help": f"a named preset (default: {DEFAULT_COUNTED})", "metavar": "NAME"}
+    )
+    init: str | None = field(
+        default=None,
+        metadata={
+            "help": "the model to count: its directory or config.json, or a ModelConfig JSON file",
+            "aliases": ("--config",),
+            "metavar": "PATH",
+        },
+    )
+    paper: bool = field(
+        default=False, metadata={"help": "print every preset and ablation beside the paper", "const": True}
+    )
+    sharing: str | None = field(
+        default=None, metadata={"help": "cross-layer sharing (ModelConfig.sharing)", "choices": SHARING}
+    )
+    embedding_size: int | None = field(default=None, metadata={"help": "E, the embedding size"})
+    num_hidden_groups: int | None = field(default=None, metadata={"help": "groups of layers sharing weights"})
+    vocab_size: int | None = field(default=None, metadata={"help": "pieces in the vocabulary"})
+
+    def __post_init__(self) -> None:
+        if self.init is not None:
+            self.init = str(self.init)  # a Path from the Python API
+        sources = [field_label(ParamsConfig, k) for k in ("preset", "init", "paper") if getattr(self, k)]
+        if len(sources) > 1:
+            raise ValueError(f"{' and '.join(sources)}: one model at a time (a preset, a model's config or the paper)")
+        if self.sharing is not None and self.sharing not in SHARING:
+            raise ValueError(f"{field_label(ParamsConfig, 'sharing')} must be one of {SHARING}, got {self.sharing!r}")
+        if self.paper and self.overrides():
+            named = ", ".join(field_flag(ParamsConfig, k) or k for k in self.overrides())
+            raise ValueError(
+                f"{field_flag(ParamsConfig, 'paper')} prints the paper's own models; {named} would be ignored"
+            )
+
+    def overrides(self) -> dict[str, Any]:
+        """The ModelConfig fields given, over the model's own."""
+        names = ("sharing", "embedding_size", "num_hidden_groups", "vocab_size")
+        return {k: getattr(self, k) for k in names if getattr(self, k) is not None}
+
+    @property
+    def source(self) -> str:
+        """What is counted, for messages: the file given, or the preset's name."""
+        return self.init or f"preset {self.preset or DEFAULT_COUNTED}"

@@ -56,6 +56,7 @@ from litebert.train.rundir import (
 PACKAGED_CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "moby-dick"  # the chapters, not the README
 
 DEFAULT_PRESET = "tiny"
+DEFAULT_RUN_DIR = "runs/default"  # where a run goes when given no --out (run_job's and the command's default)
 # The embedded default run's settings (and its alone): sized to finish well inside 10 minutes on 2 CPU cores.
 DEFAULT_TRAIN = dict(
     max_steps=1600,
@@ -238,7 +239,7 @@ def _section(data: dict, key: str, source: str) -> dict:
 
 def run_job(
     job: PretrainJob,
-    out_dir: str | Path = "runs/default",
+    out_dir: str | Path = DEFAULT_RUN_DIR,
     *,
     resume: bool | str = False,
     train_overrides: dict[str, Any] | None = None,

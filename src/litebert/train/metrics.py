@@ -1,4 +1,5 @@
-"""Observability: metrics as JSON lines (+ TensorBoard when installed), model FLOPs, and `litebert plot`."""
+"""Observability: metrics as JSON lines (+ TensorBoard when installed), model FLOPs, and `litebert plot` (its
+settings: PlotConfig)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import math
 import time
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +216,21 @@ def _draw(ax, records: list[dict[str, Any]], keys: tuple[str, ...], baseline: st
     if drawn and levels:  # the context-free guess to beat, measured on the held-out labels
         ax.axhline(levels[-1], color="gray", linestyle="--", label="majority baseline (held-out)")
     return drawn
+
+
+@dataclass(kw_only=True)
+class PlotConfig:
+    """Which run `litebert plot` draws, and where the PNGs go."""
+
+    run_dir: str = field(metadata={"help": "a pretraining run directory", "positional": True, "metavar": "RUN_DIR"})
+    out: str | None = field(
+        default=None, metadata={"help": "where to write the PNGs (default: RUN_DIR/plots)", "metavar": "DIR"}
+    )
+
+    def __post_init__(self) -> None:
+        self.run_dir = str(self.run_dir)  # a Path from the Python API
+        if self.out is not None:
+            self.out = str(self.out)
 
 
 def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:

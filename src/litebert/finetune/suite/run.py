@@ -38,7 +38,13 @@ RECIPES = ("paper", "quick")
 class SuiteConfig:
     """One suite run: which suite on which data and model, the recipe and its overrides, and how to schedule."""
 
-    suite: str = field(metadata={"help": "glue, paper, korean, or a suite file (TOML)", "cli": False})
+    suite: str = field(
+        metadata={
+            "help": "glue, paper, korean, or the path of a suite file (TOML)",
+            "positional": True,
+            "metavar": "SUITE",
+        }
+    )
     data: str = field(metadata={"help": "directory holding the suite's task directories", "metavar": "DIR"})
     init: str = field(metadata={"help": "the pretrained model (litebert or transformers ALBERT dir)", "metavar": "DIR"})
     out: str = field(metadata={"help": "output directory: results.json, results.md, units/", "metavar": "DIR"})
