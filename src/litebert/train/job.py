@@ -36,7 +36,7 @@ from litebert.tokenizer.tokenizer import Tokenizer
 from litebert.tokenizer.train import TokenizerTrainConfig, train_tokenizer
 from litebert.train import dist
 from litebert.train.checkpoint import list_checkpoints
-from litebert.train.config import TrainConfig
+from litebert.train.config import TrainConfig, upgrade
 from litebert.train.inputs import check_init_tokenizer, data_identity
 from litebert.train.metrics import plot_run
 from litebert.train.precision import check_precision
@@ -194,7 +194,7 @@ class PretrainJob:
         embedded = _is_default_run(data)
         train = {**(DEFAULT_TRAIN if embedded else {}), **_section(data, "train", source)}
         data_cfg = {**(DEFAULT_DATA if embedded else {}), **_section(data, "data", source)}
-        data["train"] = from_dict(TrainConfig, train, source=f"{source}: train")
+        data["train"] = from_dict(TrainConfig, upgrade(train), source=f"{source}: train")
         data["data"] = from_dict(DataConfig, data_cfg, source=f"{source}: data")
         data["read"] = from_dict(ReadConfig, _section(data, "read", source), source=f"{source}: read")
         model, name = data.get("model"), data.get("preset", DEFAULT_PRESET)
