@@ -240,10 +240,11 @@ def test_a_run_stopped_by_sigterm_and_resumed_continues_the_same_tracker_runs(of
 
 @pytest.mark.parametrize(("name", "extra"), [("wandb", "litebert[wandb]"), ("mlflow", "litebert[mlflow]")])
 def test_a_missing_package_is_refused_before_the_run_naming_the_extra(
-    offline: Path, monkeypatch: pytest.MonkeyPatch, ft_cfg, name: str, extra: str
+    offline: Path, monkeypatch: pytest.MonkeyPatch, ft_cfg, capsys, name: str, extra: str
 ) -> None:  # noqa: ANN001
     import test_train as t
 
+    from litebert.cli import main
     from litebert.finetune import finetune
 
     monkeypatch.setitem(sys.modules, name, None)  # `import NAME` raises ImportError, as without the package
@@ -256,6 +257,10 @@ def test_a_missing_package_is_refused_before_the_run_naming_the_extra(
     with pytest.raises(ImportError, match=rf"FinetuneConfig.report_to \(--report-to\) asks for {name}.*{install}"):
         finetune(cfg)
     assert not (offline / "ft").exists()
+    corpus = str(TESTS.parent / "fixtures" / "text")
+    assert main(["pretrain", "--corpus", corpus, "--out", str(offline / "cli"), "--report-to", name]) == 2
+    assert f"pip install '{extra}'" in capsys.readouterr().err  # a message, before the tokenizer and data
+    assert not (offline / "cli").exists()
 
 
 def test_only_rank_0_reports(offline: Path) -> None:

@@ -52,6 +52,7 @@ from litebert.train.rundir import (
     plan_run,
     write_job_record,
 )
+from litebert.train.trackers import check_installed, parse_report_to
 
 PACKAGED_CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "moby-dick"  # the chapters, not the README
 
@@ -254,6 +255,8 @@ def run_job(
     if resume not in (False, True, "auto"):
         raise ValueError(f"resume must be False, True or 'auto', got {resume!r}")
     out, overrides = Path(out_dir), train_overrides or {}
+    asked = overrides.get("report_to", job.train.report_to if resume is not True else ())
+    check_installed(parse_report_to(asked, "--report-to"), "TrainConfig.report_to (--report-to)")  # before the data
     if overrides and resume is not True:
         job = dataclasses.replace(job, train=dataclasses.replace(job.train, **overrides))
     env = dist.setup(job.train.device)  # under torchrun: one process group for preparation and training
