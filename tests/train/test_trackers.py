@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from litebert.io import read_json
-from litebert.train import TrainConfig
+from litebert.train import PretrainJob, TrainConfig
 from litebert.train.config import upgrade
 from litebert.train.dist import DistEnv
 from litebert.train.metrics import MetricsLogger, read_metrics
@@ -283,5 +283,7 @@ def test_report_to_takes_a_comma_list_or_none_and_names_an_unknown_tracker() -> 
     assert TrainConfig(report_to=("none",)).report_to == ()
     with pytest.raises(ValueError, match=r"TrainConfig.report_to \(--report-to\): unknown tracker\(s\) \['comet'\]"):
         TrainConfig(report_to="wandb,comet")
+    assert PretrainJob.from_dict({"train": {"report_to": ["mlflow"]}}).train.report_to == ("mlflow",)  # --config
     assert TrainConfig.from_dict({"tensorboard": False}).report_to == ()  # an earlier litebert's record
+    assert PretrainJob.from_dict({"train": {"tensorboard": True}}).train.report_to == ("tensorboard",)
     assert upgrade({"tensorboard": True}) == {"report_to": ["tensorboard"]}
