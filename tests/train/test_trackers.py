@@ -287,3 +287,20 @@ def test_report_to_takes_a_comma_list_or_none_and_names_an_unknown_tracker() -> 
     assert TrainConfig.from_dict({"tensorboard": False}).report_to == ()  # an earlier litebert's record
     assert PretrainJob.from_dict({"train": {"tensorboard": True}}).train.report_to == ("tensorboard",)
     assert upgrade({"tensorboard": True}) == {"report_to": ["tensorboard"]}
+
+
+def test_a_failing_tracker_warns_and_the_run_goes_on(offline: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import test_train as t
+
+    from litebert.train import trackers
+
+    class Down(trackers.MlflowTracker):
+        def log(self, step: int, values: dict[str, float]) -> None:
+            raise ConnectionError("tracking server unreachable")
+
+    monkeypatch.setitem(trackers.CLASSES, "mlflow", Down)
+    with pytest.warns(UserWarning, match=r"--report-to mlflow: ConnectionError: tracking server unreachable"):
+        summary = t.run(offline / "down", report_to=BOTH)
+    assert summary.steps == 6 and len([r for r in read_metrics(offline / "down") if r["split"] == "train"]) == 6
+    wandb_history = wandb_parts(offline / "wandb", read_json(offline / "down" / IDS_FILE)["wandb"])[0]["history"]
+    assert sorted(wandb_history["train/loss"]) == [1, 2, 3, 4, 5, 6]  # the other tracker got every record

@@ -127,14 +127,27 @@ class MetricsLogger:
             f.write(json.dumps(clean) + "\n")
         if self.trackers and (record.get("split", "train"), record["step"]) not in self.sent:
             values = scalars(record)
-            for tracker in self.trackers.values():
-                tracker.log(record["step"], values)
+            for name, tracker in list(self.trackers.items()):
+                self._call(name, tracker.log, record["step"], values)
 
     def close(self, finished: bool = True) -> None:
         """Close the trackers; `finished`: the run ended (not stopped by a signal or an error)."""
-        for tracker in self.trackers.values():
-            tracker.close(finished)
+        for name, tracker in list(self.trackers.items()):
+            self._call(name, tracker.close, finished)
         self.trackers = {}
+
+    def _call(self, name: str, method: Any, *args: Any) -> None:
+        """A tracker's failure (its server down, a full disk) does not end the training: the run goes on without
+        that tracker, with a warning; metrics.jsonl still gets every record."""
+        try:
+            method(*args)
+        except Exception as exc:  # noqa: BLE001 - any tracker's error: each library raises its own
+            warnings.warn(
+                f"--report-to {name}: {type(exc).__name__}: {exc}; the run goes on without {name} "
+                f"({self.path} keeps every record)",
+                stacklevel=3,
+            )
+            self.trackers.pop(name, None)
 
 
 def _step_of(line: str) -> int:
