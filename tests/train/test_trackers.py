@@ -304,3 +304,13 @@ def test_a_failing_tracker_warns_and_the_run_goes_on(offline: Path, monkeypatch:
     assert summary.steps == 6 and len([r for r in read_metrics(offline / "down") if r["split"] == "train"]) == 6
     wandb_history = wandb_parts(offline / "wandb", read_json(offline / "down" / IDS_FILE)["wandb"])[0]["history"]
     assert sorted(wandb_history["train/loss"]) == [1, 2, 3, 4, 5, 6]  # the other tracker got every record
+
+
+def test_a_tracker_run_that_cannot_be_reopened_is_named(offline: Path) -> None:
+    from litebert.io import write_json
+
+    run = offline / "moved"
+    run.mkdir()
+    write_json({"mlflow": "0123456789abcdef"}, run / IDS_FILE)  # a run id another tracking store holds
+    with pytest.raises(ValueError, match=r"trackers.json: cannot reopen the mlflow run '0123456789abcdef'"):
+        MetricsLogger(run, report_to=("mlflow",))

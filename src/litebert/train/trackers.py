@@ -202,6 +202,14 @@ def open_trackers(names: Sequence[str], run_dir: Path, config: dict[str, Any]) -
             if name == "tensorboard":  # torch's writer needs the tensorboard package: without it, as before
                 continue
             raise
+        except Exception as exc:
+            if ids.get(name) is None:
+                raise
+            raise ValueError(  # e.g. another tracking store than the run's: say which run and how to go on
+                f"{path}: cannot reopen the {name} run {ids[name]!r} this run reports to ({type(exc).__name__}: "
+                f"{exc}); point {name} at the store that holds it, or remove {name!r} from {path} to report to a "
+                f"new {name} run"
+            ) from exc
         trackers[name] = tracker
         tracker.log_config(config)
         if tracker.run_id is not None and ids.get(name) != tracker.run_id:
