@@ -66,7 +66,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
         compile=args.compile,
         device=args.device,
         progress=False,
-        tensorboard=False,
+        report_to=(),
         deterministic=not args.nondeterministic,
     )
 

@@ -36,7 +36,7 @@ WORKER = textwrap.dedent("""
     steps, out = int(sys.argv[1]), Path(sys.argv[2])
     model = preset("tiny", vocab_size=8000, max_position=128, **DEFAULT_MODEL)
     cfg = TrainConfig(**{**DEFAULT_TRAIN, "max_steps": steps, "log_every": 1, "save_every": 10**6,
-                         "eval_every": 10**6, "progress": False, "tensorboard": False})
+                         "eval_every": 10**6, "progress": False, "report_to": ()})
     batches = SyntheticBatches(vocab_size=8000, seq_len=128, batch_size=cfg.batch_size)
     pretrain(model, cfg, None, out, batches=batches)
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]

@@ -78,6 +78,7 @@ def finetune_run(runner: Runner, init: Path, model: str, random_init: bool, lr: 
             label_column="label",
             lr=lr,
             seed=seed,
+            report_to=runner.report_to,
             **runner.scale.finetune,
         )
         with runner.timed("finetune", run_dir.name):

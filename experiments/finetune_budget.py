@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
         finetune={**base.finetune, "max_steps": own.steps, "eval_every": max(1, own.steps // 10)},
         seeds=tuple(int(s) for s in own.seeds.split(",")),
     )
-    runner = Runner(scale, args.out, args.data_root)
+    runner = Runner(scale, args.out, args.data_root, report_to=args.report_to)
     results = run(runner, own.lr)
     write_outputs(
         runner, "finetune_budget", results, markdown(results), lambda fig: draw(results, fig), started, figsize=(5, 4)

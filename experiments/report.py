@@ -102,7 +102,7 @@ def run_script(
     """The main of an experiment script: the shared options, its units run on the scale's runner, its three files."""
     started = time.perf_counter()
     args = parse_args(description, argv)
-    runner = Runner(SCALES[args.scale], args.out, args.data_root)
+    runner = Runner(SCALES[args.scale], args.out, args.data_root, report_to=args.report_to)
     results = run(runner)
     write_outputs(runner, name, results, markdown(results), lambda fig: draw(results, fig), started, figsize=figsize)
     return results

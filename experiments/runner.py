@@ -40,6 +40,7 @@ from litebert.text import ReadConfig
 from litebert.tokenizer import Tokenizer
 from litebert.tokenizer.train import TokenizerTrainConfig, train_tokenizer
 from litebert.train import PretrainJob, TrainConfig, run_job
+from litebert.train.trackers import check_installed, parse_report_to
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_ROOT = ROOT.parent / "shared" / "data"  # ../shared/data beside the repository
@@ -54,8 +55,17 @@ def settings_key(settings: Any) -> str:
 class Runner:
     """Units of work of one scale in one results directory; see the module docstring."""
 
-    def __init__(self, scale: Scale, out: str | Path, data_root: str | Path = DATA_ROOT, *, log: Callable = print):
+    def __init__(
+        self,
+        scale: Scale,
+        out: str | Path,
+        data_root: str | Path = DATA_ROOT,
+        *,
+        log: Callable = print,
+        report_to: tuple[str, ...] = (),
+    ) -> None:
         self.scale, self.out, self.data_root, self.log = scale, Path(out), Path(data_root), log
+        self.report_to = report_to  # the trackers of every pretraining and fine-tuning run (--report-to)
         self.out.mkdir(parents=True, exist_ok=True)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.used: set[str] = set()  # keys of the units this process used (done now or reused)
@@ -162,7 +172,7 @@ class Runner:
                 "eval_every": every,
                 "keep_last": CHECKPOINTS,
                 "progress": False,
-                "tensorboard": False,
+                "report_to": self.report_to,
             }
         )
 
@@ -171,7 +181,7 @@ class Runner:
         variant = VARIANTS[name]
         data = self.data(variant.objective)
         fields, train = self.model_fields(variant), self.train_config()
-        key = settings_key({"data": data.name, "model": fields, "train": train.to_dict()})
+        key = settings_key({"data": data.name, "model": fields, "train": recipe(train)})
         run = self.out / "pretrain" / f"{name}-{key}"
         self.used.add(run.name)
         if not (run / "eval.json").is_file() or not (run / "model" / "config.json").is_file():
@@ -199,6 +209,14 @@ class Runner:
         return path
 
 
+def recipe(train: TrainConfig) -> dict[str, Any]:
+    """The training settings a run's key holds: where its records go is no part of them (the key is the one runs
+    made before --report-to have, when the field in its place was tensorboard, always false here)."""
+    fields = train.to_dict()
+    del fields["report_to"]
+    return {**fields, "tensorboard": False}
+
+
 def parse_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
     """The options every experiment script takes."""
     p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -206,7 +224,19 @@ def parse_args(description: str, argv: list[str] | None = None) -> argparse.Name
     p.add_argument("--out", help="results directory, shared by the scripts (default: runs/experiments/SCALE)")
     p.add_argument("--data-root", default=str(DATA_ROOT), help="folder holding corpora/ and labeled/")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's own choice)")
+    p.add_argument(
+        "--report-to",
+        default="none",
+        metavar="TRACKERS",
+        help="trackers of the pretraining and fine-tuning runs: a comma list of tensorboard, wandb, mlflow, or none "
+        "(the default)",
+    )
     args = p.parse_args(argv)
+    try:
+        args.report_to = parse_report_to(args.report_to, "--report-to")
+        check_installed(args.report_to, "--report-to")
+    except (ValueError, ImportError) as exc:
+        p.error(str(exc))
     args.out = args.out or str(ROOT / "runs" / "experiments" / args.scale)
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -150,5 +150,12 @@ def test_a_pretraining_keeps_every_checkpoint_under_the_recipe_s_key(scripts, tm
     (job, where, resume), train = jobs[0], runner.train_config()
     assert where == run and resume == "auto" and train.keep_last == runner_module.CHECKPOINTS
     assert job.train.keep_last >= train.max_steps and job.train.max_steps == train.max_steps
-    key = runner_module.settings_key({"data": runner.data("sop").name, "model": job.model, "train": train.to_dict()})
+    recipe = {**train.to_dict(), "tensorboard": False}  # the key of runs made before --report-to
+    del recipe["report_to"]
+    key = runner_module.settings_key({"data": runner.data("sop").name, "model": job.model, "train": recipe})
     assert run.name == f"albert-{key}"
+    # where records go is no part of the recipe: the same run, reporting to the trackers asked for
+    tracked = runner_module.Runner(
+        runner_module.SCALES["smoke"], tmp_path, FIXTURES, log=lambda *a: None, report_to=("mlflow",)
+    )
+    assert tracked.pretrain("albert") == run and jobs[1][0].train.report_to == ("mlflow",)

@@ -62,7 +62,7 @@ def test_corrupt_or_incomplete_checkpoints_are_skipped(tmp_path: Path) -> None:
 
 
 def test_metrics_jsonl_resume_truncation_and_plot(tmp_path: Path) -> None:
-    log = MetricsLogger(tmp_path, tensorboard=False)
+    log = MetricsLogger(tmp_path)
     for step in range(1, 6):
         log.log({"step": step, "split": "train", "loss": 5.0 / step, "lr": 1e-3, "mlm_acc": 0.1 * step})
     log.log({"step": 5, "split": "eval", "eval_loss": 2.0, "eval_mlm_acc": 0.3})

@@ -1,6 +1,6 @@
 """The tiny model the training-loop tests share: 2 layers of width 32 over a vocabulary of V ids and sequences
 of T tokens, fed by synthetic batches (litebert.train.synthetic), slowed down for the tests that signal or kill a
-training process mid-run; and TrainConfig without a progress bar or TensorBoard, each test file giving its own
+training process mid-run; and TrainConfig without a progress bar or trackers, each test file giving its own
 step counts."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def model_config(**kw: object) -> litebert.ModelConfig:
 
 def train_config(defaults: dict[str, object], **kw: object) -> TrainConfig:
     """`defaults` (a test file's step counts), overridden by `kw`, quiet."""
-    return TrainConfig(**{**defaults, "progress": False, "tensorboard": False, **kw})
+    return TrainConfig(**{**defaults, "progress": False, "report_to": (), **kw})
 
 
 class SlowBatches(SyntheticBatches):

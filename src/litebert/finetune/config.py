@@ -14,6 +14,7 @@ from litebert.finetune.tasks import TASKS
 from litebert.io import check_types
 from litebert.io.limits import MAX_POSITIONS, MAX_STEP_SEQUENCES
 from litebert.train.config import OPTIMIZERS, PRECISIONS
+from litebert.train.trackers import parse_report_to
 
 
 def check_pooling(task: str, pooling: str) -> None:
@@ -176,6 +177,14 @@ class FinetuneConfig:
             "help": "steps between resumable checkpoints (default: eval_every); removed when the run finishes",
         },
     )
+    report_to: tuple[str, ...] = field(
+        default=("none",),  # as --help shows it; the config holds () (parse_report_to)
+        metadata={
+            "help": "where the train and dev records go besides metrics.jsonl: a comma list of tensorboard, wandb, "
+            "mlflow, or none; the default, none, is what fine-tuning always wrote",
+            "metavar": "TRACKERS",
+        },
+    )
 
     def __post_init__(self) -> None:
         for name in ("train", "dev", "init", "out", "tokenizer"):  # paths may come as Path objects
@@ -185,6 +194,7 @@ class FinetuneConfig:
             self.text_columns = tuple(c.strip() for c in self.text_columns.split(","))
         elif isinstance(self.text_columns, list):  # as JSON (finetune.json) holds it
             self.text_columns = tuple(self.text_columns)
+        self.report_to = parse_report_to(self.report_to, "FinetuneConfig.report_to (--report-to)")
         check_types(self)
         if self.text_columns is not None and not all(isinstance(c, str) and c for c in self.text_columns):
             raise ValueError(f"FinetuneConfig.text_columns must be column names, got {self.text_columns!r}")
@@ -274,4 +284,5 @@ class FinetuneConfig:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["text_columns"] = list(d["text_columns"]) if d["text_columns"] else None
+        d["report_to"] = list(d["report_to"])
         return d

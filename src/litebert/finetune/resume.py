@@ -21,7 +21,8 @@ from litebert.model.weights import HEAD_FILE, META_FILE, check_state_dict, read_
 from litebert.train.checkpoint import checkpoint_dir, latest_checkpoint, list_checkpoints
 
 RESULTS_FILE = "results.json"
-RESUMABLE = ("device",)  # settings a resumed run may change: where it runs, not what it computes
+# Settings a resumed run may change: where it runs and where its records go, not what it computes.
+RESUMABLE = ("device", "report_to")
 
 
 def check_fresh(out: Path) -> None:

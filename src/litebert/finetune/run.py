@@ -10,6 +10,7 @@ directory holds the (updated) pretrained model as `litebert.save` writes it, so 
 head.safetensors and finetune.json (task, labels, settings) and the tokenizer files.
 
 OUT/  results.json (written last), best/ (the best dev checkpoint), metrics.jsonl (train and dev records),
+      trackers.json (the run ids of its --report-to trackers),
       checkpoints/ (the newest resumable checkpoint while the run goes on; removed once results.json is written)
 """
 
@@ -34,7 +35,7 @@ from litebert.finetune.batches import TrainBatches, feature_length
 from litebert.finetune.config import FinetuneConfig
 from litebert.finetune.features import load_task_data
 from litebert.finetune.heads import FinetuneModel, build_head
-from litebert.finetune.resume import RESULTS_FILE, check_fresh, resume_checkpoint, resumed_model
+from litebert.finetune.resume import RESULTS_FILE, RESUMABLE, check_fresh, resume_checkpoint, resumed_model
 from litebert.finetune.tasks import Task, TaskData, get_task
 from litebert.finetune.tasks.common import collate
 from litebert.hf.directory import load, write_saved
@@ -52,6 +53,7 @@ from litebert.train.loop import Hooks, Objective, TrainState, build_train_state,
 from litebert.train.metrics import METRICS_FILE, MetricsLogger
 from litebert.train.precision import check_precision, resolve_precision
 from litebert.train.prefetch import Prefetcher
+from litebert.train.trackers import IDS_FILE, check_installed
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +154,7 @@ def finetune(cfg: FinetuneConfig, *, resume: bool = False) -> FinetuneResult:
     litebert.train.TrainingInterrupted; a non-finite loss raises NonFiniteLossError before anything is saved."""
     cfg = dataclasses.replace(cfg)  # defaults filled in below (max_seq_length) stay out of the caller's config
     device = resolve_device(cfg)  # before the model and data are read: an unusable --device fails at once
+    check_installed(cfg.report_to, "FinetuneConfig.report_to (--report-to)")
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():  # found now, not at the first save after training
         raise NotADirectoryError(f"{cfg.out}: --out is a file; it names the directory to write the run into")
@@ -161,7 +164,7 @@ def finetune(cfg: FinetuneConfig, *, resume: bool = False) -> FinetuneResult:
     with writing_dir(out, "--out names the directory to write the run into") if first else contextlib.nullcontext():
         ckpt, meta = resume_checkpoint(cfg) if resume else (None, None)
         if meta is not None:  # the run's own settings (resume_checkpoint checked them against cfg)
-            cfg = FinetuneConfig(**{**meta["config"], "device": cfg.device})
+            cfg = FinetuneConfig(**{**meta["config"], **{k: getattr(cfg, k) for k in RESUMABLE}})
         else:
             check_fresh(out)
         check_precision(cfg.precision, device)
@@ -256,7 +259,7 @@ def _train_config(cfg: FinetuneConfig, device: torch.device) -> TrainConfig:
         save_every=cfg.save_every or cfg.eval_every,
         keep_last=1,
         log_every=cfg.eval_every,
-        tensorboard=False,
+        report_to=cfg.report_to,
         progress=False,
     )
 
@@ -309,16 +312,20 @@ class _Run:
             self.start -= saved["seconds"]
         elif env.is_main:  # an earlier, finished run's records would describe this one
             shutil.rmtree(checkpoint_dir(out), ignore_errors=True)
-            for old in (out / METRICS_FILE, out / RESULTS_FILE):
+            for old in (out / METRICS_FILE, out / RESULTS_FILE, out / IDS_FILE):
                 old.unlink(missing_ok=True)
         if env.is_main:
             out.mkdir(parents=True, exist_ok=True)
-        logger = MetricsLogger(out, enabled=env.is_main, tensorboard=False)
+        model = dist.unwrap(self.tr.model).pretrained.config.to_dict()
+        config = {"model": model, "finetune": self.cfg.to_dict()}
+        logger = MetricsLogger(out, enabled=env.is_main, report_to=self.cfg.report_to, config=config)
         logger.truncate_after(step)
+        finished = False
         try:
             fit(self.tr, self.source, self._hooks(logger), logger, step=step, carried=carried, what="fine-tuning")
+            finished = True
         finally:
-            logger.close()
+            logger.close(finished)
         if env.is_main:
             self.result.results_path = write_results(self.result, self.cfg, self.state, self.train, self.dev)
             shutil.rmtree(checkpoint_dir(out), ignore_errors=True)  # finished: nothing left to resume

@@ -9,12 +9,24 @@ from typing import Any
 
 from litebert.io import check_types, from_dict, write_json
 from litebert.io.limits import MAX_STEP_SEQUENCES
+from litebert.train.trackers import parse_report_to
 
 # lamb: ALBERT's pretraining LAMB; adamw_official: ALBERT's fine-tuning Adam (no bias correction); adamw: torch's
 OPTIMIZERS = ("lamb", "adamw", "adamw_official")
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")  # auto: bf16 where the device has bf16 units
 PARALLEL = ("ddp", "fsdp")
 DEVICES = ("auto", "cpu", "cuda")
+
+
+def upgrade(data: Any) -> Any:
+    """TrainConfig fields as an earlier litebert saved them (job.json, run_config.json, --config files) in today's
+    names: `tensorboard: true/false` became `report_to`."""
+    if not isinstance(data, dict) or "tensorboard" not in data:
+        return data
+    data = dict(data)
+    tensorboard = data.pop("tensorboard")
+    data.setdefault("report_to", ["tensorboard"] if tensorboard else [])
+    return data
 
 
 @dataclass(kw_only=True)
@@ -117,15 +129,18 @@ class TrainConfig:
         },
     )
     device: str = field(default="auto", metadata={"help": "auto: cuda when available", "choices": DEVICES})
-    tensorboard: bool = field(
-        default=True,
+    report_to: tuple[str, ...] = field(
+        default=("tensorboard",),
         metadata={
-            "help": "also write TensorBoard event files (when the tensorboard package is installed)",
+            "help": "where records go besides metrics.jsonl: a comma list of tensorboard (when its package is "
+            "installed), wandb, mlflow, or none; the default, tensorboard, is what runs always wrote",
+            "metavar": "TRACKERS",
         },
     )
     progress: bool = field(default=True, metadata={"help": "a progress bar"})
 
     def __post_init__(self) -> None:
+        self.report_to = parse_report_to(self.report_to, "TrainConfig.report_to (--report-to)")
         check_types(self)
         for name in ("max_steps", "batch_size", "grad_accum", "save_every", "keep_last", "eval_every"):
             if getattr(self, name) < 1:
@@ -183,7 +198,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "train config") -> TrainConfig:
-        return from_dict(cls, data, source=source)
+        return from_dict(cls, upgrade(data), source=source)
 
     def save(self, path: str | Path) -> None:
         write_json(self.to_dict(), path)  # atomically: a reader never finds half a file

@@ -36,7 +36,7 @@ from litebert.tokenizer.tokenizer import Tokenizer
 from litebert.tokenizer.train import TokenizerTrainConfig, train_tokenizer
 from litebert.train import dist
 from litebert.train.checkpoint import list_checkpoints
-from litebert.train.config import TrainConfig
+from litebert.train.config import TrainConfig, upgrade
 from litebert.train.inputs import check_init_tokenizer, data_identity
 from litebert.train.metrics import plot_run
 from litebert.train.precision import check_precision
@@ -52,6 +52,7 @@ from litebert.train.rundir import (
     plan_run,
     write_job_record,
 )
+from litebert.train.trackers import check_installed, parse_report_to
 
 PACKAGED_CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "moby-dick"  # the chapters, not the README
 
@@ -195,7 +196,7 @@ class PretrainJob:
         embedded = _is_default_run(data)
         train = {**(DEFAULT_TRAIN if embedded else {}), **_section(data, "train", source)}
         data_cfg = {**(DEFAULT_DATA if embedded else {}), **_section(data, "data", source)}
-        data["train"] = from_dict(TrainConfig, train, source=f"{source}: train")
+        data["train"] = from_dict(TrainConfig, upgrade(train), source=f"{source}: train")
         data["data"] = from_dict(DataConfig, data_cfg, source=f"{source}: data")
         data["read"] = from_dict(ReadConfig, _section(data, "read", source), source=f"{source}: read")
         model, name = data.get("model"), data.get("preset", DEFAULT_PRESET)
@@ -255,6 +256,8 @@ def run_job(
     if resume not in (False, True, "auto"):
         raise ValueError(f"resume must be False, True or 'auto', got {resume!r}")
     out, overrides = Path(out_dir), train_overrides or {}
+    asked = overrides.get("report_to", job.train.report_to if resume is not True else ())
+    check_installed(parse_report_to(asked, "--report-to"), "TrainConfig.report_to (--report-to)")  # before the data
     if overrides and resume is not True:
         job = dataclasses.replace(job, train=dataclasses.replace(job.train, **overrides))
     env = dist.setup(job.train.device)  # under torchrun: one process group for preparation and training

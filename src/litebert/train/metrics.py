@@ -1,4 +1,4 @@
-"""Observability: metrics as JSON lines (+ TensorBoard when installed), model FLOPs, and `litebert plot` (its
+"""Observability: metrics as JSON lines (and the trackers of `--report-to`), model FLOPs, and `litebert plot` (its
 settings: PlotConfig)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import json
 import math
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import torch
 from litebert.io import write_bytes
 from litebert.model.albert import layer_schedule
 from litebert.model.config import ModelConfig
+from litebert.train.trackers import open_trackers, scalars
 
 METRICS_FILE = "metrics.jsonl"
 # Dense (no sparsity) bf16 / fp16 tensor-core peaks from NVIDIA's datasheets, TFLOP/s: the MFU denominator that
@@ -88,25 +90,35 @@ def train_flops_per_sequence(config: ModelConfig, seq_len: int, num_predictions:
 
 
 class MetricsLogger:
-    """Append-only JSONL writer (rank 0 only) with an optional TensorBoard mirror."""
+    """Append-only JSONL writer (rank 0 only) that hands every record to the run's trackers (trackers.py)."""
 
-    def __init__(self, run_dir: str | Path, *, enabled: bool = True, tensorboard: bool = True) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        enabled: bool = True,
+        report_to: Sequence[str] = (),
+        config: dict[str, Any] | None = None,
+    ) -> None:
         self.path = Path(run_dir) / METRICS_FILE
         self.enabled = enabled
-        self.writer = None
-        if enabled and tensorboard:
-            try:  # optional: torch's writer needs the tensorboard package
-                from torch.utils.tensorboard import SummaryWriter
-
-                self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard"))
-            except ImportError:
-                self.writer = None
+        self.sent: set[tuple[str, int]] = set()  # (split, step) of records the trackers had before a resume
+        self.trackers: dict[str, Any] = {}
+        if enabled and report_to:
+            self.trackers = open_trackers(report_to, Path(run_dir), config or {})
 
     def truncate_after(self, step: int) -> None:
-        """On resume, drop records past the checkpoint's step: they will be produced again."""
+        """On resume, drop records past the checkpoint's step: they will be produced again. The trackers cannot
+        drop what they were sent, so the records produced again are not sent to them a second time."""
         if not self.enabled or not self.path.is_file():
             return
-        kept = [line for line in self.path.read_text().splitlines() if 0 <= _step_of(line) <= step]
+        kept, dropped = [], []
+        for line in self.path.read_text().splitlines():
+            (kept if 0 <= _step_of(line) <= step else dropped).append(line)
+        for line in dropped:
+            record = _record(line)
+            if record is not None:
+                self.sent.add((record.get("split", "train"), int(record["step"])))
         write_bytes(self.path, "".join(line + "\n" for line in kept).encode())
 
     def log(self, record: dict[str, Any]) -> None:
@@ -115,16 +127,29 @@ class MetricsLogger:
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
         with self.path.open("a") as f:
             f.write(json.dumps(clean) + "\n")
-        if self.writer is not None:
-            prefix = record.get("split", "train")
-            for key, value in record.items():
-                if isinstance(value, int | float) and key not in ("step", "split"):
-                    self.writer.add_scalar(f"{prefix}/{key}", value, record["step"])
-            self.writer.flush()
+        if self.trackers and (record.get("split", "train"), record["step"]) not in self.sent:
+            values = scalars(record)
+            for name, tracker in list(self.trackers.items()):
+                self._call(name, tracker.log, record["step"], values)
 
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+    def close(self, finished: bool = True) -> None:
+        """Close the trackers; `finished`: the run ended (not stopped by a signal or an error)."""
+        for name, tracker in list(self.trackers.items()):
+            self._call(name, tracker.close, finished)
+        self.trackers = {}
+
+    def _call(self, name: str, method: Any, *args: Any) -> None:
+        """A tracker's failure (its server down, a full disk) does not end the training: the run goes on without
+        that tracker, with a warning; metrics.jsonl still gets every record."""
+        try:
+            method(*args)
+        except Exception as exc:  # noqa: BLE001 - any tracker's error: each library raises its own
+            warnings.warn(
+                f"--report-to {name}: {type(exc).__name__}: {exc}; the run goes on without {name} "
+                f"({self.path} keeps every record)",
+                stacklevel=3,
+            )
+            self.trackers.pop(name, None)
 
 
 def _step_of(line: str) -> int:

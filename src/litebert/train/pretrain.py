@@ -35,6 +35,7 @@ from litebert.train.metrics import MetricsLogger, read_metrics, train_flops_per_
 from litebert.train.precision import resolve_precision
 from litebert.train.prefetch import Prefetcher
 from litebert.train.rundir import RunFiles, open_run, save_training_state
+from litebert.train.trackers import check_installed
 
 
 @dataclass
@@ -97,6 +98,7 @@ def _pretrain_in(
     init_from: Any,
     tokenizer_dir: Any,
 ) -> TrainSummary:
+    check_installed(train_config.report_to, "TrainConfig.report_to (--report-to)")  # before any work
     env = dist.setup(train_config.device)
     # "auto" is settled before the run config is saved, so a resume elsewhere keeps the run's own arithmetic.
     train_config = replace(train_config, precision=resolve_precision(train_config.precision, env.device))
@@ -178,14 +180,15 @@ def _train(
     if run.resume_from is not None:
         step, carried = run.restore(tr.model, tr.optimizer, tr.scaler, source, env)
     summary = TrainSummary(run_dir=run.run_dir, steps=step, start_step=step)
-    logger = MetricsLogger(run.run_dir, enabled=env.is_main, tensorboard=cfg.tensorboard)
+    config = {"model": mcfg.to_dict(), "train": cfg.to_dict()}
+    logger = MetricsLogger(run.run_dir, enabled=env.is_main, report_to=cfg.report_to, config=config)
     logger.truncate_after(step)
     if step >= cfg.max_steps:  # killed after its last checkpoint, before its model: only the model is left to write
         # every rank evaluates (a collective under FSDP); the record is logged unless the run logged it already
         done = any(r.get("split") == "eval" and r.get("step") == step for r in read_metrics(run.run_dir))
         quiet = MetricsLogger(run.run_dir, enabled=False)
         summary.eval = _eval(tr, mcfg, eval_batches, step, quiet if done else logger)
-    progress, t0 = _progress(cfg, env, step), time.perf_counter()
+    progress, t0, finished = _progress(cfg, env, step), time.perf_counter(), False
     try:
         fitted = fit(
             tr,
@@ -197,10 +200,11 @@ def _train(
             progress=progress,
             what="pretraining",
         )
+        finished = True
     finally:
         if progress is not None:
             progress.close()
-        logger.close()
+        logger.close(finished)
     summary.steps, summary.losses = fitted.step, fitted.losses
     summary.checkpoint = fitted.checkpoint or summary.checkpoint
     summary.model_dir = run.write_final(tr.model, summary.eval or {"step": fitted.step}, env)

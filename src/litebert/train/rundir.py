@@ -7,6 +7,7 @@ RUN_DIR/
   tokenizer/         the tokenizer the data was built with (copied in), checked against the data manifest
   checkpoints/       see checkpoint.py
   metrics.jsonl      see metrics.py
+  trackers.json      the run ids of its --report-to trackers (see trackers.py); tensorboard/, wandb/ their files
   model/             the final model (litebert.load-able, with the tokenizer); eval.json the final held-out eval
                      (its step alone when the data has no held-out split)
 Every check runs before anything is written, so a refused run leaves the directory as it was.
@@ -54,10 +55,11 @@ from litebert.train.checkpoint import (
     save_state,
     saved_world_size,
 )
-from litebert.train.config import TrainConfig
+from litebert.train.config import TrainConfig, upgrade
 from litebert.train.inputs import SPIECE, check_data, check_init_tokenizer, data_identity, extends
 from litebert.train.metrics import METRICS_FILE
 from litebert.train.precision import check_precision, resolve_precision
+from litebert.train.trackers import IDS_FILE
 
 _LOCKS: dict[Path, Any] = {}  # run dir -> its lock, in the process that holds it (not in RunFiles: it is broadcast
 # to the other ranks, and an open file does not pickle)
@@ -340,7 +342,7 @@ def _resume_checkpoint(run_dir: Path, mcfg: ModelConfig, resume: bool | Checkpoi
 def _create_run_dir(run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, data_dir: Any) -> None:
     make_dir(run.run_dir, "--out names the run directory")
     run.lock_dir()  # before anything is written into it
-    stale = [p for p in (run.run_dir / METRICS_FILE, checkpoint_dir(run.run_dir)) if p.exists()]
+    stale = [p for p in (run.run_dir / METRICS_FILE, run.run_dir / IDS_FILE, checkpoint_dir(run.run_dir)) if p.exists()]
     if stale:  # no usable checkpoint (run_started): its records and damaged checkpoints go
         warnings.warn(
             f"{run.run_dir}: an earlier run stopped before its first usable checkpoint; it starts "
@@ -386,7 +388,8 @@ NEUTRAL = (
     "log_every",
     "keep_last",
     "progress",
-    "tensorboard",
+    "report_to",
+    "tensorboard",  # report_to's earlier form, in the records of runs an earlier litebert started
     "compile",
     "grad_checkpointing",
 )
@@ -512,7 +515,7 @@ def _resume_plan(
         )
     if overrides.get("precision") == "auto":  # the run saved the precision it resolved to: compare with that
         overrides = {**overrides, "precision": resolve_precision("auto", env.device)}
-    train = from_dict(TrainConfig, {**saved["train"], **overrides}, source=f"{path}: train")
+    train = from_dict(TrainConfig, {**upgrade(saved["train"]), **overrides}, source=f"{path}: train")
     check_fits(model_config, train, env)
     _check_fixed(out, saved["train"], overrides)
     check_world_size(ckpt, saved_world_size(ckpt), env.world_size)
@@ -522,7 +525,7 @@ def _resume_plan(
             f"{ckpt}: the run is already at step {step} of max_steps {train.max_steps}; "
             "pass a larger --max-steps to train further"
         )
-    _warn_changed(out, from_dict(TrainConfig, saved["train"], source=f"{path}: train"), train, overrides, step)
+    _warn_changed(out, from_dict(TrainConfig, upgrade(saved["train"]), source=f"{path}: train"), train, overrides, step)
     return RunPlan("resume", checkpoint=newest, model_config=model_config, train=train, data_dir=data_dir)
 
 
