@@ -61,6 +61,8 @@ def test_cli_pretrain_on_a_built_data_dir_then_resume(
         str(tokenizer_dir),
         "--out",
         str(run),
+        "--precision",
+        "auto",  # resolved here, so that the resume below, which gives auto again, changes nothing on any CPU
         *FAST,
     ]
     assert main(args) == 0
@@ -79,7 +81,7 @@ def test_cli_pretrain_on_a_built_data_dir_then_resume(
     assert main(["pretrain", "--out", str(run), "--resume", "--preset", "albert-base", "--max-steps", "5"]) == 2
     assert "--preset cannot change them" in capsys.readouterr().err
     with pytest.warns(UserWarning, match=r"changed settings \{'grad_accum': 2, 'max_steps .*': '3 -> 5'\}.*will not"):
-        # auto: the precision it resolved to
+        # auto: the precision the run resolved it to
         args = ["--max-steps", "5", "--grad-accum", "2", "--precision", "auto", "--no-progress"]
         assert main(["pretrain", "--out", str(run), "--resume", *args]) == 0
     steps = [r["step"] for r in (json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines())]
