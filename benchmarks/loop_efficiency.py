@@ -115,7 +115,7 @@ def measure(args: argparse.Namespace, config: litebert.ModelConfig, vocab: int, 
         return cpu[:1]
 
     with tempfile.TemporaryDirectory() as out:
-        pretrain(config, cfg, None, Path(out) / "run", batches=source(args, vocab, seq), eval_batches=between_intervals)
+        pretrain(config, cfg, None, Path(out) / "run", batches=source(args, vocab, seq), held_out=between_intervals)
         records = [json.loads(line) for line in (Path(out) / "run" / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in records if r.get("split") == "train"]
     return [(r["tokens_per_s"], r.get("mfu", float("nan")), b) for r, b in zip(train, bare, strict=True)]

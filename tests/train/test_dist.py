@@ -62,11 +62,11 @@ def _launch(tmp_path: Path, parallel: str) -> tuple[list[dict], Path]:
         small = lambda: t.SyntheticBatches(vocab_size=t.V, seq_len=t.T, batch_size=t.GLOBAL_BATCH, seed=5,
                                            num_batches=1 - rank, rank=rank, world_size=world)
         try:
-            t.pretrain(t.model_config(), cfg, None, {str(out)!r} + "-small", batches=source(), eval_batches=small)
+            t.pretrain(t.model_config(), cfg, None, {str(out)!r} + "-small", batches=source(), held_out=small)
             refused = ""
         except ValueError as exc:
             refused = str(exc)
-        summary = t.pretrain(t.model_config(), cfg, None, {str(out)!r}, batches=source(), eval_batches=t.eval_source)
+        summary = t.pretrain(t.model_config(), cfg, None, {str(out)!r}, batches=source(), held_out=t.eval_source)
         digest = hashlib.sha256()
         for name, p in sorted(summary.model.named_parameters()):
             full = p.full_tensor() if hasattr(p, "full_tensor") else p
@@ -133,7 +133,7 @@ def test_torchrun_two_processes_match_one_process(tmp_path: Path, parallel: str)
         train_config(),
         None,
         tmp_path / "single",
-        eval_batches=eval_source,
+        held_out=eval_source,
         batches=SyntheticBatches(vocab_size=V, seq_len=T, batch_size=GLOBAL_BATCH),
     )
     torch.testing.assert_close(torch.tensor(ranks[0]["losses"]), torch.tensor(single.losses), rtol=1e-5, atol=1e-6)

@@ -35,7 +35,7 @@ PRETRAIN = textwrap.dedent(
 
     try:  # each batch takes {pause} s: the parent signals mid-run
         t.pretrain(t.model_config(), t.train_config(max_steps=40, save_every=100), None, {out!r},
-                   batches=SlowBatches({pause}), eval_batches=t.eval_source)
+                   batches=SlowBatches({pause}), held_out=t.eval_source)
     except TrainingInterrupted as exc:
         print(f"stopped at {{exc.step}}", flush=True)
         sys.exit(exc.exit_code)

@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent(
                 yield batch
 
     t.pretrain(t.model_config(), t.train_config(max_steps=40, save_every=2), None, {out!r},
-               batches=Hanging(0.05), eval_batches=t.eval_source)
+               batches=Hanging(0.05), held_out=t.eval_source)
     """
 )
 

@@ -209,7 +209,7 @@ SIGNALLED = textwrap.dedent(
 
     try:
         t.pretrain(t.model_config(), t.train_config(max_steps=40, save_every=100, report_to=("wandb", "mlflow")),
-                   None, {out!r}, batches=SlowBatches(0.2), eval_batches=t.eval_source)
+                   None, {out!r}, batches=SlowBatches(0.2), held_out=t.eval_source)
     except TrainingInterrupted as exc:
         sys.exit(exc.exit_code)
     """

@@ -34,9 +34,7 @@ def eval_source() -> SyntheticBatches:
 
 def run(out: Path, *, stop: int | None = None, resume: bool = False, **kw: object):  # noqa: ANN201
     batches = Interrupted(SyntheticBatches(vocab_size=V, seq_len=T, batch_size=4), stop)
-    return pretrain(
-        model_config(), train_config(**kw), None, out, batches=batches, eval_batches=eval_source, resume=resume
-    )
+    return pretrain(model_config(), train_config(**kw), None, out, batches=batches, held_out=eval_source, resume=resume)
 
 
 @pytest.fixture(autouse=True)
@@ -105,7 +103,7 @@ SIGKILL_SCRIPT = textwrap.dedent(
 
     batches = SlowBatches(0.3)  # give the parent time to kill us mid-run
     t.pretrain(t.model_config(), t.train_config(max_steps=40, save_every=1), None, {out!r}, batches=batches,
-               eval_batches=t.eval_source)
+               held_out=t.eval_source)
     """
 )
 

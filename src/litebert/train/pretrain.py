@@ -62,7 +62,7 @@ def pretrain(
     out_dir: str | Path,
     *,
     batches: Any = None,
-    eval_batches: Callable[[], Iterable] | None = None,
+    held_out: Callable[[], Iterable] | None = None,
     resume: bool | Checkpoint = False,
     init_from: str | Path | None = None,
     tokenizer_dir: str | Path | None = None,
@@ -71,9 +71,9 @@ def pretrain(
 
     Data comes from `data_dir` (built by `litebert data build`) unless `batches` is given: any iterable of
     batch dicts with `state_dict()` / `load_state_dict()` (global micro-batch `train_config.batch_size`, this
-    rank's share). `eval_batches()` returns a fresh finite held-out pass. `resume` continues the newest
-    complete checkpoint in `out_dir` (or the `Checkpoint` given, verified already); `init_from` starts from a
-    litebert or transformers ALBERT directory.
+    rank's share). `held_out()` returns a fresh finite held-out pass, of which an evaluation reads at most
+    `train_config.eval_batches` batches. `resume` continues the newest complete checkpoint in `out_dir` (or the
+    `Checkpoint` given, verified already); `init_from` starts from a litebert or transformers ALBERT directory.
     """
     previous = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     if train_config.deterministic:
@@ -81,7 +81,7 @@ def pretrain(
         torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         return _pretrain_in(
-            model_config, train_config, data_dir, out_dir, batches, eval_batches, resume, init_from, tokenizer_dir
+            model_config, train_config, data_dir, out_dir, batches, held_out, resume, init_from, tokenizer_dir
         )
     finally:
         torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])  # the caller's setting again
@@ -93,7 +93,7 @@ def _pretrain_in(
     data_dir: Any,
     out_dir: Any,
     batches: Any,
-    eval_batches: Any,
+    held_out: Any,
     resume: bool | Checkpoint,
     init_from: Any,
     tokenizer_dir: Any,
@@ -121,8 +121,8 @@ def _pretrain_in(
                 tokenizer_dir=tokenizer_dir,
             )
             if batches is None:
-                batches, eval_batches = _data_batches(data_dir, train_config, env)
-            return _train(run, model_config, train_config, env, batches, eval_batches)
+                batches, held_out = _data_batches(data_dir, train_config, env)
+            return _train(run, model_config, train_config, env, batches, held_out)
     finally:
         if run is not None:
             run.unlock()
@@ -165,9 +165,9 @@ def _data_batches(data_dir: str | Path | None, cfg: TrainConfig, env: dist.DistE
 
 
 def _train(
-    run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv, batches: Any, eval_batches: Any
+    run: RunFiles, mcfg: ModelConfig, cfg: TrainConfig, env: dist.DistEnv, batches: Any, held_out: Any
 ) -> TrainSummary:
-    _check_eval_shares(eval_batches, cfg, env)
+    _check_eval_shares(held_out, cfg, env)
     model = run.initial_model(mcfg, seed=cfg.seed)  # same weights on every rank (FSDP does not broadcast)
     model.albert.encoder.gradient_checkpointing = cfg.grad_checkpointing
     blocks = None
@@ -187,13 +187,13 @@ def _train(
         # every rank evaluates (a collective under FSDP); the record is logged unless the run logged it already
         done = any(r.get("split") == "eval" and r.get("step") == step for r in read_metrics(run.run_dir))
         quiet = MetricsLogger(run.run_dir, enabled=False)
-        summary.eval = _eval(tr, mcfg, eval_batches, step, quiet if done else logger)
+        summary.eval = _eval(tr, mcfg, held_out, step, quiet if done else logger)
     progress, t0, finished = _progress(cfg, env, step), time.perf_counter(), False
     try:
         fitted = fit(
             tr,
             source,
-            _hooks(run, tr, mcfg, source, eval_batches, logger, summary),
+            _hooks(run, tr, mcfg, source, held_out, logger, summary),
             logger,
             step=step,
             carried=carried,
@@ -218,14 +218,14 @@ def _hooks(
     tr: TrainState,
     mcfg: ModelConfig,
     source: Prefetcher,
-    eval_batches: Any,
+    held_out: Any,
     logger: MetricsLogger,
     summary: TrainSummary,
 ) -> Hooks:
     cfg = tr.cfg
 
     def evaluate_at(step: int, rows: list) -> None:
-        summary.eval = _eval(tr, mcfg, eval_batches, step, logger)
+        summary.eval = _eval(tr, mcfg, held_out, step, logger)
 
     def save(step: int, rows: list) -> Path | None:
         metric = summary.eval.get("eval_loss") if summary.eval.get("step") == step else None
@@ -325,12 +325,12 @@ def _drop_pair_head_grads(model: nn.Module) -> None:
             p.grad = None
 
 
-def _check_eval_shares(eval_batches: Any, cfg: TrainConfig, env: dist.DistEnv) -> None:
+def _check_eval_shares(held_out: Any, cfg: TrainConfig, env: dist.DistEnv) -> None:
     """Under FSDP every rank's forward is a collective, so every rank needs a held-out batch: say so before
     training, not at the first evaluation after it (the same message on every rank)."""
-    if eval_batches is None or not env.distributed or cfg.parallel != "fsdp":
+    if held_out is None or not env.distributed or cfg.parallel != "fsdp":
         return
-    empty = torch.tensor([float(next(iter(eval_batches()), None) is None)])
+    empty = torch.tensor([float(next(iter(held_out()), None) is None)])
     if dist.all_reduce_sum(empty, env).item():
         raise ValueError(
             f"the held-out split is too small to give each of the {env.world_size} ranks a batch under FSDP; "
@@ -338,15 +338,15 @@ def _check_eval_shares(eval_batches: Any, cfg: TrainConfig, env: dist.DistEnv) -
         )
 
 
-def _eval(tr: TrainState, mcfg: ModelConfig, eval_batches: Any, step: int, logger: MetricsLogger) -> dict[str, float]:
-    if eval_batches is None:
+def _eval(tr: TrainState, mcfg: ModelConfig, held_out: Any, step: int, logger: MetricsLogger) -> dict[str, float]:
+    if held_out is None:
         return {}
     with torch.random.fork_rng(devices=[]):  # held-out passes must not shift the training RNG stream
         # DDP's forward may broadcast buffers (a collective); the plain module needs no peers.
         model = dist.unwrap(tr.model)
         result = evaluate(
             model,
-            eval_batches(),
+            held_out(),
             tr.env,
             precision=tr.cfg.precision,
             max_batches=tr.cfg.eval_batches,
