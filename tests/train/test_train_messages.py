@@ -14,7 +14,7 @@ from litebert.cli import main
 from litebert.data import DataConfig, build
 from litebert.train.checkpoint import load_trainer_state, save_checkpoint
 from litebert.train.inputs import check_data
-from litebert.train.metrics import read_metrics
+from litebert.train.metrics import MetricsLogger, read_metrics
 from litebert.train.rundir import RunFiles
 
 
@@ -133,6 +133,11 @@ def test_a_metrics_line_that_is_not_utf8_is_skipped_and_named(tmp_path):
     with pytest.warns(UserWarning, match=rf"{tmp_path / 'metrics.jsonl'}: 1 line\(s\) skipped .*\(first: line 2\)"):
         records = read_metrics(tmp_path)
     assert [r["step"] for r in records] == [1, 3]
+    # a resume truncating the file met the same byte as a UnicodeDecodeError and refused the run, unnamed
+    logger = MetricsLogger(tmp_path, tensorboard=False)
+    with pytest.warns(UserWarning, match=rf"{tmp_path / 'metrics.jsonl'}: 1 line\(s\) skipped .*\(first: line 2\)"):
+        logger.truncate_after(2)
+    assert (tmp_path / "metrics.jsonl").read_bytes() == lines[0] + b"\n"
 
 
 def test_the_run_directory_lock_records_its_holder_and_is_removed_when_released(tmp_path):
