@@ -147,13 +147,16 @@ def _metrics_line(g: Given, line: bytes) -> Path:
     return run
 
 
-def _finetune_resume(g: Given, content: bytes) -> list[str]:
-    """`finetune --resume` of a copy of the interrupted run (its checkpoints' settings name the copy's --out)."""
+def _finetune_resume(g: Given, content: bytes | None = None, **meta_fields: object) -> list[str]:
+    """`finetune --resume` of a copy of the interrupted run (its checkpoints' settings name the copy's --out), with
+    `content` as every checkpoint's trainer.pt and `meta_fields` over its finetune.json."""
     out = g.copy(g.finetuned)
     for path in (out / "checkpoints").glob("step_*/finetune.json"):
         meta = json.loads(path.read_text())
-        _rewrite(path, json.dumps({**meta, "config": {**meta["config"], "out": str(out)}}).encode())
-    _plant_trainer_state(out, content)
+        meta = {**meta, "config": {**meta["config"], "out": str(out)}, **meta_fields}
+        _rewrite(path, json.dumps(meta).encode())
+    if content is not None:
+        _plant_trainer_state(out, content)
     return [*_finetune_argv(out, g.model_dir), "--resume"]
 
 
@@ -325,6 +328,7 @@ CASES = [
     _row("trainer-cut-resume", lambda g: _resume(g, _crafted()[:200]), CUT, slow=True),
     _row("trainer-crafted-finetune-resume", lambda g: _finetune_resume(g, _crafted()), UNSAFE),
     _row("trainer-garbage-finetune-resume", lambda g: _finetune_resume(g, b"PK\x03\x04 cut"), CUT, slow=True),
+    _row("finetune-checkpoint-outputs", lambda g: _finetune_resume(g, num_outputs="x"), "finetune.json: num_outputs"),
     # metrics.jsonl lines that are no record: read past, with a warning naming the file and the line
     _row("metrics-not-utf8-resume", _metrics_resume, "metrics.jsonl: 1 line(s) skipped", "line 2", code=0, slow=True),
     _row("metrics-not-json-plot", _metrics_plot, "metrics.jsonl: 1 line(s) skipped", "(first: line 2)", code=0),

@@ -61,6 +61,9 @@ def resume_checkpoint(cfg: FinetuneConfig) -> tuple[Path, dict[str, Any]]:
     saved = meta.get("config") if isinstance(meta, dict) else None
     if not isinstance(saved, dict):
         raise ValueError(f"{ckpt / META_FILE}: not written by litebert finetune (no config)")
+    num_outputs = meta.get("num_outputs")  # the head resumed_model builds
+    if not isinstance(num_outputs, int) or isinstance(num_outputs, bool) or num_outputs < 1:
+        raise ValueError(f"{ckpt / META_FILE}: num_outputs must be a positive integer, not {num_outputs!r}")
     given = cfg.to_dict()
     for key in ("max_seq_length", "max_qa_length"):  # unset: the resolved value the run used
         if given.get(key) is None:
