@@ -352,6 +352,7 @@ CASES = [
     _row("pretrain-batch", lambda g: _pretrain_flags(g, "--batch-size", BIG), "LITEBERT_MAX_STEP_SEQUENCES", slow=True),
     _row("finetune-batch", lambda g: _finetune_flags(g, "--batch-size", BIG), "LITEBERT_MAX_STEP", "FinetuneConfig."),
     _row("finetune-accum", lambda g: _finetune_flags(g, "--grad-accum", BIG), "LITEBERT_MAX_STEP", slow=True),
+    _row("job-path-not-utf8", lambda g: _job_file(g, "job.json", '{"data_dir": "d\\udcff"}'), "data_dir", slow=True),
     _row("job-toml-syntax", lambda g: _job_file(g, "job.toml", "[train]\nmax_steps = = 3\n"), "job.toml", "line 2"),
     _row(
         "job-layers",
