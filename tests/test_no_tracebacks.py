@@ -78,7 +78,7 @@ def _finetune_argv(out: Path, model_dir: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def finetuned(model_dir: Path, tmp_path_factory) -> Path:  # noqa: ANN001
-    """A fine-tuning run stopped after its last save, before its results: its step-1 checkpoint and best/ remain."""
+    """A fine-tuning run interrupted after its last save, before its results: its step-1 checkpoint and best/ remain."""
     import litebert.finetune.run
 
     def interrupted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
