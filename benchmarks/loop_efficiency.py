@@ -20,7 +20,6 @@ train split of a data directory built by `litebert data build` (`--data DIR`, pa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -36,6 +35,7 @@ import litebert
 from litebert.data.collate import PretrainingBatches
 from litebert.data.shards import built_seq_length, read_manifest
 from litebert.train import TrainConfig, pretrain
+from litebert.train.metrics import read_metrics
 from litebert.train.optim import build_optimizer, lr_schedule, set_lr
 from litebert.train.precision import autocast, resolve_precision
 from litebert.train.pretrain import prepare_batch
@@ -116,7 +116,7 @@ def measure(args: argparse.Namespace, config: litebert.ModelConfig, vocab: int, 
 
     with tempfile.TemporaryDirectory() as out:
         pretrain(config, cfg, None, Path(out) / "run", batches=source(args, vocab, seq), held_out=between_intervals)
-        records = [json.loads(line) for line in (Path(out) / "run" / "metrics.jsonl").read_text().splitlines()]
+        records = read_metrics(Path(out) / "run")
     train = [r for r in records if r.get("split") == "train"]
     return [(r["tokens_per_s"], r.get("mfu", float("nan")), b) for r, b in zip(train, bare, strict=True)]
 

@@ -31,6 +31,7 @@ WORKER = textwrap.dedent("""
     import torch
     from litebert.train import TrainConfig, pretrain
     from litebert.train.job import DEFAULT_MODEL, DEFAULT_TRAIN
+    from litebert.train.metrics import read_metrics
     from litebert.train.synthetic import SyntheticBatches
     from litebert import preset
     steps, out = int(sys.argv[1]), Path(sys.argv[2])
@@ -39,7 +40,7 @@ WORKER = textwrap.dedent("""
                          "eval_every": 10**6, "progress": False, "report_to": ()})
     batches = SyntheticBatches(vocab_size=8000, seq_len=128, batch_size=cfg.batch_size)
     pretrain(model, cfg, None, out, batches=batches)
-    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = read_metrics(out)
     # tokens per step: every synthetic sequence is full length
     print(json.dumps([128 * cfg.batch_size / r["tokens_per_s"] for r in rows if r.get("split") == "train"]))
     print(json.dumps({"threads": torch.get_num_threads()}))

@@ -143,3 +143,40 @@ def test_an_atomic_write_with_fsync_flushes_the_file_before_its_rename_and_the_d
     synced.clear()
     write_bytes(target, b"plain")
     assert synced == [] and target.read_bytes() == b"plain"
+
+
+def test_a_path_that_is_not_utf8_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    # A run directory named with such a byte trained to the end, then failed to plot (matplotlib) and to resume
+    # (torch.load takes its path as UTF-8 text).
+    from litebert.cli import main
+    from litebert.io import check_dir_path
+
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/r\xff")
+    with pytest.raises(ValueError, match=r"/r\\xff: the byte \\xff at byte \d+ is not UTF-8 \(--out names it\)"):
+        check_dir_path(out, "--out names it")
+    assert main(["pretrain", "--out", out, "--max-steps", "1"]) == 2
+    assert r"r\xff: the byte \xff" in capsys.readouterr().err
+    assert not os.path.exists(out)
+    monkeypatch.chdir(tmp_path)
+    assert main(["plot", "r\udcfe"]) == 2
+    assert "r\\xfe: the byte \\xfe at byte 1 is not UTF-8 (argument 2)" in capsys.readouterr().err
+
+
+def test_a_config_string_that_is_not_utf8_is_named_with_its_field():
+    # a job file can spell "\udcff" (JSON escapes): a path no library litebert hands it to can take
+    import dataclasses
+
+    from litebert.io import check_types, from_dict
+
+    @dataclasses.dataclass(kw_only=True)
+    class Job:
+        data_dir: str | None = None
+        corpus: list[str] | None = None
+
+        def __post_init__(self) -> None:
+            check_types(self)
+
+    assert from_dict(Job, json.loads('{"data_dir": "d\\u00ff"}'), source="job.json").data_dir == "d\xff"
+    for text in ('{"data_dir": "d\\udcff"}', '{"corpus": ["a", "b\\udcff"]}'):
+        with pytest.raises(ValueError, match=r"job.json: Job\.(data_dir|corpus) must be text that UTF-8 can hold"):
+            from_dict(Job, json.loads(text), source="job.json")

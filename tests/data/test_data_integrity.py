@@ -126,21 +126,39 @@ def test_values_out_of_range_are_named_with_shard_and_field(data, name, change, 
     assert f"{path}: " in capsys.readouterr().err
 
 
-def test_a_shard_is_verified_once_per_process(data, monkeypatch):
-    hashed = []
-    real = integrity.hashlib.file_digest
-    monkeypatch.setattr(integrity.hashlib, "file_digest", lambda f, name: hashed.append(f.name) or real(f, name))
+def test_a_shard_is_verified_at_every_read_and_its_ranges_once_per_content(data, monkeypatch):
+    checked = []
+    real = integrity.check_ranges
+    monkeypatch.setattr(integrity, "check_ranges", lambda d, *a: checked.append(d.name) or real(d, *a))
     manifest = read_manifest(data)
-    ShardSet(data, "train", manifest, cache=1).shard(0)
-    first = len(hashed)
-    assert first == len(manifest["splits"]["train"]["sha256"][0])
-    again = ShardSet(data, "train", manifest, cache=1)
-    again.shard(1), again.shard(0)  # evicted from the cache and mapped again: not hashed again
-    assert len(hashed) == 2 * first
+    shards = ShardSet(data, "train", manifest, cache=1)
+    shards.shard(0), shards.shard(1), shards.shard(0)  # evicted and read again: hashed again, ranges known
+    assert checked == ["shard_00000", "shard_00001"]
     path = data / "train" / "shard_00000" / "label.npy"
-    path.write_bytes(path.read_bytes())  # rewritten (a new modification time): verified again
+    path.write_bytes(path.read_bytes())  # the same bytes rewritten: still the data that was built
     ShardSet(data, "train", manifest).shard(0)
-    assert len(hashed) == 3 * first
+    assert checked == ["shard_00000", "shard_00001"]
+
+
+def test_a_shard_rewritten_while_a_run_reads_it_is_named_and_never_trained_on(data):
+    # Shards were memory-mapped and hashed once per process: a file rewritten in place changed the examples after
+    # they were verified (and one cut short ended the process with SIGBUS); one replaced was trusted by its stat.
+    manifest = read_manifest(data)
+    shards = ShardSet(data, "train", manifest, cache=1)
+    held = shards.shard(0)
+    before = {name: np.array(arr) for name, arr in held.items()}
+    path = data / "train" / "shard_00000" / "input_ids.npy"
+    ids = np.load(path)
+    with path.open("r+b") as f:  # in place, as a second build into the same --out would
+        f.seek(-ids.nbytes, 2)
+        f.write(np.roll(ids, 1).tobytes())
+    assert all(np.array_equal(held[name], before[name]) for name in held)  # the verified bytes stay in use
+    shards.shard(1)  # evicts shard 0: the next read of it reads the file again
+    with pytest.raises(ValueError, match=f"{path}: sha256 .* differs .*: the file changed after the data was built"):
+        shards.shard(0)
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # cut short
+    with pytest.raises(ValueError, match=f"{path}: truncated or corrupt"):
+        ShardSet(data, "train", manifest).shard(0)
 
 
 def _edit_manifest(data: Path, edit: Callable[[dict], None]) -> None:

@@ -14,7 +14,7 @@ from litebert.cli import main
 from litebert.data import DataConfig, build
 from litebert.train.checkpoint import load_trainer_state, save_checkpoint
 from litebert.train.inputs import check_data
-from litebert.train.metrics import read_metrics
+from litebert.train.metrics import MetricsLogger, read_metrics
 from litebert.train.rundir import RunFiles
 
 
@@ -42,6 +42,61 @@ def test_a_crafted_trainer_state_is_not_a_litebert_checkpoint(tmp_path):
         r"not unpickle \(UnpicklingError\)$",
     ):
         load_trainer_state(ckpt)
+
+
+def _planted(tmp_path, content: bytes):
+    """A complete checkpoint whose trainer.pt is `content`, its checksum recorded as if litebert wrote it (a
+    crafted directory, or a file damaged before the checkpoint was hashed)."""
+    import hashlib
+
+    ckpt = save_checkpoint(tmp_path, 2, write_model=lambda d: None, trainer_state={"step": 2})
+    (ckpt / "trainer.pt").write_bytes(content)
+    marker = json.loads((ckpt / "complete.json").read_text())
+    marker["files"]["trainer.pt"] = hashlib.sha256(content).hexdigest()
+    (ckpt / "complete.json").write_text(json.dumps(marker))
+    return ckpt
+
+
+def _saved(state) -> bytes:
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def _a_good_state() -> dict:
+    import torch
+
+    return {"step": 2, "world_size": 1, "optimizer": {}, "scaler": {}, "rng": [{"torch": torch.get_rng_state()}]}
+
+
+UNREADABLE = r"not a file torch.save wrote, or one cut short \((UnpicklingError|RuntimeError|EOFError)\)"
+TRAINER_STATES = {
+    "crafted": (_saved({"step": 2, "world_size": Crafted()}), "it holds objects other than tensors"),
+    "garbage": (b"\x00garbage" * 50, UNREADABLE),
+    "empty": (b"", UNREADABLE),
+    "cut": (_saved(_a_good_state())[:300], UNREADABLE),
+    "a list": (_saved([1, 2]), "a list, not a dict"),
+    "no data": (_saved(_a_good_state()), "field 'data' must be of type list, got NoneType"),
+    "ranks": (_saved({**_a_good_state(), "data": [{}, {}]}), "field 'data' holds 2 entries, but 'world_size' is 1"),
+}
+
+
+@pytest.mark.parametrize("content, why", TRAINER_STATES.values(), ids=TRAINER_STATES.keys())
+def test_a_trainer_state_a_resume_cannot_use_is_named_by_every_reader(tmp_path, content, why):
+    # the world-size check of a resume met torch's UnpicklingError or "PytorchStreamReader failed reading zip
+    # archive" as a traceback, and a state without a field a KeyError
+    from litebert.train.checkpoint import restore_state, saved_world_size
+
+    ckpt = _planted(tmp_path, content)
+    named = rf"{ckpt / 'trainer.pt'}: not a litebert checkpoint's trainer state: .*{why}"
+    with pytest.raises(ValueError, match=named):
+        saved_world_size(ckpt)  # --resume and --resume auto, planning the run
+    with pytest.raises(ValueError, match=named):
+        restore_state(ckpt, None, None, None, None, None)  # pretrain and finetune, restoring it
 
 
 def test_a_corrupt_spiece_model_is_said_to_be_one(tokenizer_dir, moby_dick, tmp_path, capsys):
@@ -78,6 +133,11 @@ def test_a_metrics_line_that_is_not_utf8_is_skipped_and_named(tmp_path):
     with pytest.warns(UserWarning, match=rf"{tmp_path / 'metrics.jsonl'}: 1 line\(s\) skipped .*\(first: line 2\)"):
         records = read_metrics(tmp_path)
     assert [r["step"] for r in records] == [1, 3]
+    # a resume truncating the file met the same byte as a UnicodeDecodeError and refused the run, unnamed
+    logger = MetricsLogger(tmp_path, tensorboard=False)
+    with pytest.warns(UserWarning, match=rf"{tmp_path / 'metrics.jsonl'}: 1 line\(s\) skipped .*\(first: line 2\)"):
+        logger.truncate_after(2)
+    assert (tmp_path / "metrics.jsonl").read_bytes() == lines[0] + b"\n"
 
 
 def test_the_run_directory_lock_records_its_holder_and_is_removed_when_released(tmp_path):

@@ -16,7 +16,7 @@ import os
 import sys
 import warnings
 
-from litebert.io import DiskFullError, is_disk_full
+from litebert.io import DiskFullError, check_utf8_path, is_disk_full
 
 # command -> (the module under litebert.cli that registers it, its one-line help), in the pipeline's order:
 # text -> tokenizer -> data -> pretrain -> fine-tune, then model tools. A module may register several commands.
@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     formatwarning = warnings.formatwarning
     warnings.formatwarning = lambda message, category, *_: f"litebert {args.command}: warning: {message}\n"
     try:
+        check_arguments(argv)
         return int(args.func(args) or 0)
     # OSError: a path that cannot be read or written; ImportError: an optional extra missing (its message says which)
     except (ValueError, OSError, KeyError, ImportError) as exc:
@@ -86,6 +87,22 @@ def main(argv: list[str] | None = None) -> int:
         return getattr(exc, "exit_code", 130)
     finally:
         warnings.formatwarning = formatwarning  # a warning says what happened, not which line of litebert said it
+
+
+def check_arguments(argv: list[str]) -> None:
+    """Refuse, before any work, an argument or a working directory holding a byte that is not UTF-8: paths are made
+    of them (relative ones under the working directory) and the libraries litebert hands paths to take UTF-8 text;
+    a run into such a directory trained for hours, then failed to plot and could not be resumed."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # removed under us: relative paths fail by themselves, naming the file
+        cwd = ""
+    check_utf8_path(cwd, "the working directory, under which relative paths lie")
+    for k, arg in enumerate(argv):
+        flag = arg.split("=", 1)[0] if arg.startswith("--") and "=" in arg else None
+        if flag is None:
+            flag = argv[k - 1] if k and argv[k - 1].startswith("-") else f"argument {k + 1}"
+        check_utf8_path(arg, flag)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,13 @@
-"""Trusting built data no further than it was checked: the manifest's fields, and every shard the first time a
-process opens it (the sha256 of its array files against those the manifest records, and the ranges of its values).
+"""Trusting built data no further than it was checked: the manifest's fields, and every shard each time a process
+reads it (the sha256 of the bytes read against those the manifest records, and the ranges of its values).
 
-A shard is verified once per process (cached by path, modification time and size of its files): hashing reads
-the files once, which the first batches from the shard would do anyway, and the range checks are a few vectorised
-passes; a shard the process has verified costs nothing more. An error names the shard's file and the field.
+The bytes are hashed at every read (hashing costs less than reading them); the range checks, a few vectorised
+passes, run once per process for each content (the same sha256 is the same values). An error names the shard's
+file and the field.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ from litebert.data.config import DataConfig
 from litebert.io import from_dict
 
 REBUILD = "(`litebert data build` into an empty --out)"
-_VERIFIED: set[tuple] = set()  # shards verified by this process: (directory, (file, mtime_ns, size)...)
+_VERIFIED: set[tuple] = set()  # shard contents whose ranges this process checked: (directory, (file, sha256)...)
 TOKEN_DTYPES = ("uint16", "int32")
 
 
@@ -83,27 +82,25 @@ def _field(path: Path, name: str, expected: str, got: Any) -> ValueError:
     return ValueError(f"{path}: field {name!r} must be {expected}, got {shown}; rebuild the data {REBUILD}")
 
 
-def verify_shard(directory: Path, arrays: dict[str, np.ndarray], digests: dict[str, str], manifest: dict) -> None:
-    """Check the files of one shard against the sha256 the manifest records, then the ranges of their values
-    (check_ranges); once per process for unchanged files."""
-    files = [directory / f"{name}.npy" for name in sorted(arrays)]
-    stats = [(f.name, st.st_mtime_ns, st.st_size) for f in files for st in [f.stat()]]
-    key = (str(directory.resolve()), *stats)
-    if key in _VERIFIED:
-        return
-    for f in files:
-        expected = digests.get(f.stem)
+def verify_shard(
+    directory: Path, arrays: dict[str, np.ndarray], found: dict[str, str], digests: dict[str, str], manifest: dict
+) -> None:
+    """Check the sha256 of the bytes each array of one shard was read from (`found`) against those the manifest
+    records (`digests`), then the ranges of their values (check_ranges, once per process for a content)."""
+    for name in sorted(arrays):
+        f, expected = directory / f"{name}.npy", digests.get(name)
         if expected is None:
             raise ValueError(f"{f}: the manifest records no sha256 for this file; rebuild the data {REBUILD}")
-        with f.open("rb") as stream:
-            found = hashlib.file_digest(stream, "sha256").hexdigest()
-        if found != expected:
+        if found[name] != expected:
             raise ValueError(
-                f"{f}: sha256 {found[:12]}... differs from the {expected[:12]}... the manifest records: the file "
-                f"changed after the data was built (a disk error, or an edit); rebuild the data {REBUILD}"
+                f"{f}: sha256 {found[name][:12]}... differs from the {expected[:12]}... the manifest records: the "
+                f"file changed after the data was built (a disk error, an edit, or a rewrite while this run read "
+                f"the data); rebuild the data {REBUILD}"
             )
-    check_ranges(directory, arrays, manifest)
-    _VERIFIED.add(key)
+    key = (str(directory.resolve()), *sorted(found.items()))
+    if key not in _VERIFIED:
+        check_ranges(directory, arrays, manifest)
+        _VERIFIED.add(key)
 
 
 def check_ranges(directory: Path, arrays: dict[str, np.ndarray], manifest: dict) -> None:

@@ -1,4 +1,4 @@
-"""Storage of pretraining examples: fixed-size shards of .npy arrays (memory-mapped on read) and manifest.json.
+"""Storage of pretraining examples: fixed-size shards of .npy arrays (read whole, then verified) and manifest.json.
 
 Layout of a data directory::
 
@@ -14,15 +14,17 @@ Example k of a shard is input_ids[offsets[k]:offsets[k+1]]; its token type is 0 
 positions ([CLS] A [SEP]) and 1 after. A shard is written into ``shard_XXXXX.tmp`` and renamed when complete
 (rename is atomic), so a reader or a resumed build never sees half a shard.
 
-The manifest records the sha256 of every array file of every shard. A reader verifies a shard's files and the
-ranges of its values (ids below the vocabulary size, offsets that increase, labels and masked positions that
-exist) the first time a process opens it (integrity.py), so flipped bits or a shard edited by hand are named,
-never trained on.
+The manifest records the sha256 of every array file of every shard. A reader reads a shard's files into memory,
+hashes the very bytes it will use and checks the ranges of their values (ids below the vocabulary size, offsets
+that increase, labels and masked positions that exist; integrity.py), so flipped bits, a shard edited by hand or
+one rewritten while a run reads it are named, never trained on. (A memory map would let a file rewritten in
+place change the examples after they were verified, or end the process with SIGBUS when cut.)
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -103,12 +105,34 @@ def load_array(path: Path, *, ndim: int | None = None, kinds: str = "iu", mmap: 
     """Open one stored array (memory-mapped by default); FileNotFoundError or ValueError naming the file when it
     is missing, truncated, not a .npy array, or of another dtype (numpy kind not in ``kinds``: integers by
     default) or number of dimensions."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: missing; the data directory is incomplete, rebuild it {_REBUILD}")
+    _check_present(path)
     try:
         arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:  # a cut file, a bad header, pickled or object data
         raise ValueError(f"{path}: truncated or corrupt ({exc}); rebuild the data {_REBUILD}") from exc
+    return _checked(path, arr, ndim, kinds)
+
+
+def read_array(path: Path, *, ndim: int | None = None, kinds: str = "iu") -> tuple[np.ndarray, str]:
+    """One stored array read whole into memory, and the sha256 of the bytes it was parsed from (checks and errors
+    as `load_array`'s): what a caller verifies is what it uses, whatever happens to the file afterwards."""
+    _check_present(path)
+    raw = path.read_bytes()
+    try:
+        arr = np.load(io.BytesIO(raw), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:  # a cut file, a bad header, pickled or object data
+        raise ValueError(f"{path}: truncated or corrupt ({exc}); rebuild the data {_REBUILD}") from exc
+    arr.flags.writeable = False  # the verified bytes, shared by every batch drawn from the shard
+    return _checked(path, arr, ndim, kinds), hashlib.sha256(raw).hexdigest()
+
+
+def _check_present(path: Path) -> None:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; the data directory is incomplete, rebuild it {_REBUILD}")
+
+
+def _checked(path: Path, arr: np.ndarray, ndim: int | None, kinds: str) -> np.ndarray:
+    """`arr` if its dtype is of a numpy kind in ``kinds`` and it has `ndim` dimensions; ValueError naming the file."""
     if arr.dtype.kind not in kinds:
         expected = "booleans" if kinds == "b" else "integers"
         raise ValueError(f"{path}: dtype {arr.dtype}, expected {expected}; rebuild the data {_REBUILD}")
@@ -291,7 +315,8 @@ def check_tokenizer(manifest: dict, checksum: str, where: str | Path, tokenizer:
 
 
 class ShardSet:
-    """Random access to the examples of one split; keeps at most ``cache`` shards memory-mapped at a time."""
+    """Random access to the examples of one split; keeps at most ``cache`` shards in memory at a time, each read
+    whole and verified against the manifest every time it is read (a shard rewritten since is named then)."""
 
     def __init__(self, data_dir: str | Path, split: str, manifest: dict, *, cache: int = 8):
         if split not in SPLITS:
@@ -314,9 +339,11 @@ class ShardSet:
         path = self.dir / shard_name(s)
         if not path.is_dir():
             raise FileNotFoundError(f"{path}: shard listed in the manifest is missing")
-        arrays = {name: load_array(path / f"{name}.npy", ndim=1 + len(row)) for name, row in self._shapes.items()}
+        read = {name: read_array(path / f"{name}.npy", ndim=1 + len(row)) for name, row in self._shapes.items()}
+        arrays = {name: arr for name, (arr, _) in read.items()}
+        found = {name: digest for name, (_, digest) in read.items()}
         _check_shard(path, arrays, self._shapes, int(self.sizes[s]))
-        verify_shard(path, arrays, self.manifest["splits"][self.split]["sha256"][s], self.manifest)  # once per process
+        verify_shard(path, arrays, found, self.manifest["splits"][self.split]["sha256"][s], self.manifest)
         self._cache[s] = arrays
         if len(self._cache) > self._limit:
             self._cache.popitem(last=False)

@@ -18,7 +18,13 @@ from litebert.finetune.tasks import get_task
 from litebert.hf.directory import load
 from litebert.io import read_json
 from litebert.model.weights import HEAD_FILE, META_FILE, check_state_dict, read_safetensors
-from litebert.train.checkpoint import checkpoint_dir, latest_checkpoint, list_checkpoints
+from litebert.train.checkpoint import (
+    TRAINER_STATE,
+    check_trainer_state,
+    checkpoint_dir,
+    latest_checkpoint,
+    list_checkpoints,
+)
 
 RESULTS_FILE = "results.json"
 # Settings a resumed run may change: where it runs and where its records go, not what it computes.
@@ -56,6 +62,9 @@ def resume_checkpoint(cfg: FinetuneConfig) -> tuple[Path, dict[str, Any]]:
     saved = meta.get("config") if isinstance(meta, dict) else None
     if not isinstance(saved, dict):
         raise ValueError(f"{ckpt / META_FILE}: not written by litebert finetune (no config)")
+    num_outputs = meta.get("num_outputs")  # the head resumed_model builds
+    if not isinstance(num_outputs, int) or isinstance(num_outputs, bool) or num_outputs < 1:
+        raise ValueError(f"{ckpt / META_FILE}: num_outputs must be a positive integer, not {num_outputs!r}")
     given = cfg.to_dict()
     for key in ("max_seq_length", "max_qa_length"):  # unset: the resolved value the run used
         if given.get(key) is None:
@@ -75,3 +84,24 @@ def resumed_model(ckpt: Path, meta: dict[str, Any], cfg: FinetuneConfig) -> Fine
     check_state_dict(head, tensors, ckpt / HEAD_FILE, against=META_FILE)
     head.load_state_dict(tensors)
     return FinetuneModel(base, head)
+
+
+# What a fine-tuning checkpoint's trainer.pt adds to every run's (FinetuneRun.checkpoint writes them).
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "log_window": (list,),
+    "history": (list,),
+    "best": (dict,),
+    "seconds": (int, float),
+}
+
+
+def check_finetune_state(state: dict[str, Any], ckpt: Path) -> None:
+    """Refuse a trainer state of checkpoint `ckpt` without what a resumed fine-tuning reads, naming the field."""
+    file = ckpt / TRAINER_STATE
+    check_trainer_state(state, file, _FIELDS)
+    best = state["best"]
+    if not isinstance(best.get("value"), int | float) or type(best.get("step")) is not int:
+        raise ValueError(
+            f"{file}: not a litebert fine-tuning checkpoint's trainer state: field 'best' must hold a numeric "
+            "'value' and an integer 'step'"
+        )

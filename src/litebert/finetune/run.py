@@ -35,7 +35,14 @@ from litebert.finetune.batches import TrainBatches, feature_length
 from litebert.finetune.config import FinetuneConfig
 from litebert.finetune.features import load_task_data
 from litebert.finetune.heads import FinetuneModel, build_head
-from litebert.finetune.resume import RESULTS_FILE, RESUMABLE, check_fresh, resume_checkpoint, resumed_model
+from litebert.finetune.resume import (
+    RESULTS_FILE,
+    RESUMABLE,
+    check_finetune_state,
+    check_fresh,
+    resume_checkpoint,
+    resumed_model,
+)
 from litebert.finetune.tasks import Task, TaskData, get_task
 from litebert.finetune.tasks.common import collate
 from litebert.hf.directory import load, write_saved
@@ -307,6 +314,7 @@ class _Run:
         step, carried = 0, []
         if ckpt is not None:
             saved = restore_state(ckpt, self.tr.model, self.tr.optimizer, self.tr.scaler, self.source, env)
+            check_finetune_state(saved, ckpt)
             step, carried, self.result.history = int(saved["step"]), list(saved["log_window"]), saved["history"]
             self.result.best_value, self.result.best_step = saved["best"]["value"], saved["best"]["step"]
             self.start -= saved["seconds"]

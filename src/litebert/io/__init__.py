@@ -4,8 +4,9 @@ Inputs are opened through `open_bytes` (.gz and .bz2 decompressed on the fly, a 
 them, `format_suffix`), so corpora (`litebert.text`) and task files (`litebert.finetune.tasks`) read the same
 compressed files the same way; every JSON file litebert writes beside data or weights (manifests, configs,
 results) goes through `write_json` (atomic) and every one it reads through `read_json` (errors name the file and
-line). `from_dict` and `check_types` build a `@dataclass(kw_only=True)` config from JSON with every unknown key
-and wrongly typed value named: each stage's config uses them.
+line); `check_utf8_path` refuses a path that is not UTF-8 before any work. `from_dict` and `check_types` build a
+`@dataclass(kw_only=True)` config from JSON with every unknown key and wrongly typed value named: each stage's
+config uses them.
 
 Writers: every file litebert writes goes to a temporary name first and is renamed when whole (`atomic_path`; a
 directory of files, `staged_files`: the old files or all the new ones at any instant of a kill, `check_whole` for
@@ -21,6 +22,7 @@ from litebert.io.files import (
     check_dir_path,
     check_input_file,
     check_not_an_input,
+    check_utf8_path,
     format_suffix,
     make_dir,
     open_bytes,
@@ -55,6 +57,7 @@ __all__ = [
     "check_input_file",
     "check_not_an_input",
     "check_types",
+    "check_utf8_path",
     "check_whole",
     "copy_file",
     "field_flag",

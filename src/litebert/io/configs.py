@@ -27,6 +27,20 @@ def check_types(obj: Any) -> None:
             raise ValueError(f"{cls_name}.{field.name} must be {names}, got {value!r} ({type(value).__name__})")
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{cls_name}.{field.name} must be a finite number, got {value!r}")
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and not _is_text(text):  # JSON can spell "\udcff"; no UTF-8 file name holds it
+                raise ValueError(
+                    f"{cls_name}.{field.name} must be text that UTF-8 can hold, got {text!r} (an unpaired "
+                    "surrogate: a byte that is not UTF-8, as a config file or a path can carry one)"
+                )
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _matches(value: Any, t: Any) -> bool:

@@ -1,11 +1,12 @@
 """Input files and output paths: .gz and .bz2 opened as they are (`open_bytes`), a file's format read through its
-compression (`format_suffix`), and the checks that name the file when an input is not a regular file or an output
-would overwrite an input or meets a file where a directory should be."""
+compression (`format_suffix`), and the checks that name the file when an input is not a regular file, an output
+would overwrite an input or meets a file where a directory should be, or a path holds a byte that is not UTF-8."""
 
 from __future__ import annotations
 
 import bz2
 import gzip
+import os
 import zlib
 from pathlib import Path
 from typing import BinaryIO
@@ -61,9 +62,30 @@ def check_not_an_input(out: str | Path, *inputs: str | Path) -> None:
             raise ValueError(f"{out}: the output would overwrite the input {source}; write it elsewhere")
 
 
+def check_utf8_path(path: str | Path, what: str) -> None:
+    """Refuse a path holding a byte that is not UTF-8 (which Python keeps as a lone surrogate, os.fsdecode's
+    surrogateescape), saying `what` the path is. torch, safetensors, SentencePiece, tokenizers and matplotlib take
+    paths and names as UTF-8 text and fail on such a byte, some only once a run saves, resumes or plots: refused
+    before any work instead."""
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        byte = f"the byte \\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"the code point U+{code:04X}"
+        shown = os.fsencode(text).decode("utf-8", "backslashreplace")  # the bytes, as a shell would show them
+        raise ValueError(
+            f"{shown}: {byte} at byte {len(os.fsencode(text[: exc.start]))} is not UTF-8 ({what}); litebert hands "
+            "paths to libraries that take them as UTF-8 text (torch, safetensors, SentencePiece, matplotlib), so "
+            "it refuses such a path before doing any work: rename it, or choose another"
+        ) from None
+
+
 def check_dir_path(path: str | Path, what: str) -> None:
     """Refuse a directory path where the path itself, or a directory above it, is a file: an error naming that
-    file and saying `what` the path is for (rather than a bare "[Errno 17] File exists" once it is made)."""
+    file and saying `what` the path is for (rather than a bare "[Errno 17] File exists" once it is made); and one
+    that is not UTF-8 (check_utf8_path)."""
+    check_utf8_path(os.path.abspath(path), what)
     path = Path(path)
     blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
     if blocker is not None:

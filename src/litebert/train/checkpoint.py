@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import warnings
 from collections.abc import Callable
@@ -258,17 +259,76 @@ def prune(run_dir: str | Path, keep_last: int) -> None:
 
 
 def load_trainer_state(checkpoint: str | Path | Checkpoint) -> dict[str, Any]:
-    """The trainer state of a checkpoint, verified first unless it is a `Checkpoint` already (safe load: tensors
-    and plain containers only)."""
+    """The trainer state of a checkpoint, verified first unless it is a `Checkpoint` already (read_trainer_state)."""
     path = (checkpoint if isinstance(checkpoint, Checkpoint) else verified(checkpoint)).path
+    return read_trainer_state(path / TRAINER_STATE)
+
+
+def read_trainer_state(file: Path, *, mmap: bool = False) -> dict[str, Any]:
+    """A trainer.pt loaded with `weights_only=True` (tensors and plain containers, never code): a crafted,
+    damaged or cut file is a ValueError naming it (what a resume reads of it: `check_trainer_state`). `mmap`: map
+    the tensors rather than read them."""
     try:
-        return torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - torch's UnpicklingError suggests weights_only=False: never here
+        state = torch.load(file, map_location="cpu", weights_only=True, mmap=mmap)
+    except OSError:  # unreadable (permissions, a vanished file): the OS's words name it
+        raise
+    except pickle.UnpicklingError as exc:  # torch's message suggests weights_only=False: never here
+        if _UNSAFE not in str(exc):
+            raise _unreadable(file, exc) from None
         raise ValueError(
-            f"{path / TRAINER_STATE}: not a litebert checkpoint's trainer state: it holds objects other "
-            "than tensors and plain containers, which litebert never saves and will not unpickle "
-            f"({type(exc).__name__})"
+            f"{file}: not a litebert checkpoint's trainer state: it holds objects other than tensors and "
+            "plain containers, which litebert never saves and will not unpickle (UnpicklingError)"
         ) from None
+    except Exception as exc:  # noqa: BLE001 - a cut zip archive, bytes that are no torch file: all unreadable
+        raise _unreadable(file, exc) from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{file}: not a litebert checkpoint's trainer state: a {type(state).__name__}, not a dict")
+    return state
+
+
+# What torch says when weights_only meets a global it does not allow (a class, a function): a crafted pickle.
+# Bytes that are no pickle at all raise the same exception with other words.
+_UNSAFE = "Unsupported global"
+
+
+def _unreadable(file: Path, exc: Exception) -> ValueError:
+    """Garbage, a cut file, a pickle not of torch.save; torch's own words would advise weights_only=False."""
+    return ValueError(
+        f"{file}: not a litebert checkpoint's trainer state: not a file torch.save wrote, or one cut short "
+        f"({type(exc).__name__}); resume from an earlier checkpoint (remove this one) or start the run again"
+    )
+
+
+# The fields of trainer.pt that every resume reads (save_state writes them), and what each must be.
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "step": (int,),
+    "world_size": (int,),
+    "optimizer": (dict,),
+    "scaler": (dict,),
+    "rng": (list,),
+    "data": (list,),
+}
+
+
+def check_trainer_state(state: dict[str, Any], file: Path, fields: dict[str, tuple[type, ...]] | None = None) -> None:
+    """Refuse a trainer state without the `fields` (those every resume reads by default) of their types, or whose
+    per-rank lists do not hold one entry per saved rank; ValueError naming the file and the field."""
+    for key, types in (fields or _FIELDS).items():
+        value = state.get(key)
+        if not isinstance(value, types) or isinstance(value, bool):
+            expected = " or ".join(t.__name__ for t in types)
+            raise ValueError(
+                f"{file}: not a litebert checkpoint's trainer state: field {key!r} must be of type {expected}, "
+                f"got {type(value).__name__}"
+            )
+    if fields is None:
+        size = state["world_size"]
+        for key in ("rng", "data"):  # one entry per rank that saved the checkpoint
+            if size < 1 or len(state[key]) != size:
+                raise ValueError(
+                    f"{file}: not a litebert checkpoint's trainer state: field {key!r} holds "
+                    f"{len(state[key])} entries, but 'world_size' is {size}"
+                )
 
 
 def rng_state() -> dict[str, Any]:
@@ -328,19 +388,36 @@ def restore_state(
     path); returns its trainer state (the step, and what the run saved in `extra`)."""
     state = load_trainer_state(checkpoint)
     path = checkpoint.path if isinstance(checkpoint, Checkpoint) else Path(checkpoint)
-    check_world_size(path, int(state["world_size"]), env.world_size)
-    dist.load_optimizer_state(model, optimizer, state["optimizer"])
-    if scaler is not None and state.get("scaler"):
-        scaler.load_state_dict(state["scaler"])
-    set_rng_state(state["rng"][env.rank])
-    batches.load_state_dict(state["data"][env.rank])
+    check_trainer_state(state, path / TRAINER_STATE)
+    check_world_size(path, state["world_size"], env.world_size)
+    try:
+        dist.load_optimizer_state(model, optimizer, state["optimizer"])
+        if scaler is not None and state.get("scaler"):
+            scaler.load_state_dict(state["scaler"])
+        set_rng_state(state["rng"][env.rank])
+    except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as exc:  # whatever torch says of a bad entry
+        raise _misfit(path, "optimizer, scaler or random", exc) from None
+    try:  # its ValueErrors say which setting differs from the saved position's
+        batches.load_state_dict(state["data"][env.rank])
+    except (KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise _misfit(path, "data", exc) from None
     return state
 
 
+def _misfit(path: Path, what: str, exc: Exception) -> ValueError:
+    return ValueError(
+        f"{path / TRAINER_STATE}: its {what} state does not fit this run ({type(exc).__name__}: {exc}); the file "
+        "was edited or damaged: resume from an earlier checkpoint (remove this one) or start the run again"
+    )
+
+
 def saved_world_size(path: Path) -> int:
-    """The number of processes that saved checkpoint `path` (its trainer state, mapped rather than read)."""
-    state = torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True, mmap=True)
-    return int(state["world_size"])
+    """The number of processes that saved checkpoint `path` (its trainer state, mapped rather than read, and
+    checked as every resume checks it)."""
+    file = path / TRAINER_STATE
+    state = read_trainer_state(file, mmap=True)
+    check_trainer_state(state, file)
+    return state["world_size"]
 
 
 def check_world_size(path: Path, saved: int, world_size: int) -> None:

@@ -109,17 +109,19 @@ class MetricsLogger:
 
     def truncate_after(self, step: int) -> None:
         """On resume, drop records past the checkpoint's step: they will be produced again. The trackers cannot
-        drop what they were sent, so the records produced again are not sent to them a second time."""
+        drop what they were sent, so the records produced again are not sent to them a second time. Lines that are
+        no record (not UTF-8, not JSON, cut by a kill) go too, with a warning naming the file and the first one."""
         if not self.enabled or not self.path.is_file():
             return
-        kept, dropped = [], []
-        for line in self.path.read_text().splitlines():
-            (kept if 0 <= _step_of(line) <= step else dropped).append(line)
-        for line in dropped:
-            record = _record(line)
-            if record is not None:
+        lines, bad = _read_lines(self.path)
+        records = [(raw, record) for raw, record in lines if record is not None]
+        kept = [raw for raw, record in records if 0 <= record["step"] <= step]
+        for _, record in records:
+            if record["step"] > step:
                 self.sent.add((record.get("split", "train"), int(record["step"])))
-        write_bytes(self.path, "".join(line + "\n" for line in kept).encode())
+        if bad:
+            warnings.warn(f"{self.path}: {_skipped(bad)}; dropped as the run resumes", stacklevel=2)
+        write_bytes(self.path, b"".join(raw + b"\n" for raw in kept))
 
     def log(self, record: dict[str, Any]) -> None:
         if not self.enabled:
@@ -152,11 +154,24 @@ class MetricsLogger:
             self.trackers.pop(name, None)
 
 
-def _step_of(line: str) -> int:
-    try:
-        return int(json.loads(line)["step"])
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-        return -1  # a line cut by a kill: dropped
+def _read_lines(path: Path) -> tuple[list[tuple[bytes, dict[str, Any] | None]], list[int]]:
+    """Each line of a metrics file with its record (None for a line that is none), and the numbers of the lines
+    that are no record, but for a last line cut by a kill (expected, so not reported). The logger writes ASCII: a
+    byte that is not UTF-8 spoils its own line only."""
+    raw = path.read_bytes()
+    lines = raw.splitlines()
+    out, bad = [], []
+    for n, line in enumerate(lines, 1):
+        text = line.decode("utf-8", errors="replace")
+        record = _record(text) if "\ufffd" not in text else None
+        if record is None and line.strip() and not (n == len(lines) and not raw.endswith(b"\n")):
+            bad.append(n)
+        out.append((line, record))
+    return out, bad
+
+
+def _skipped(bad: list[int]) -> str:
+    return f"{len(bad)} line(s) skipped that are not a JSON object with a numeric 'step' (first: line {bad[0]})"
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -167,14 +182,10 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no metrics file (is {run_dir} a litebert pretrain run directory?)")
-    text = path.read_bytes().decode("utf-8", errors="replace")  # the logger writes ASCII: a byte that is not
-    lines = text.splitlines()  # UTF-8 spoils its own line only, which is skipped like any other bad one
-    records, bad_lines, bad_values = [], [], []
-    for n, line in enumerate(lines, 1):
-        record = _record(line) if "\ufffd" not in line else None
+    lines, bad_lines = _read_lines(path)
+    records, bad_values = [], []
+    for n, (_, record) in enumerate(lines, 1):
         if record is None:
-            if line.strip() and not (n == len(lines) and not text.endswith("\n")):  # a cut last line: expected
-                bad_lines.append(n)
             continue
         for key, value in list(record.items()):
             if not _is_value(key, value):
@@ -183,10 +194,7 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
         records.append(record)
     problems = []
     if bad_lines:
-        problems.append(
-            f"{len(bad_lines)} line(s) skipped that are not a JSON object with a numeric 'step' "
-            f"(first: line {bad_lines[0]})"
-        )
+        problems.append(_skipped(bad_lines))
     if bad_values:
         n, key, value = bad_values[0]
         shown = json.dumps(value)
