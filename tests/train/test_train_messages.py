@@ -134,7 +134,7 @@ def test_a_metrics_line_that_is_not_utf8_is_skipped_and_named(tmp_path):
         records = read_metrics(tmp_path)
     assert [r["step"] for r in records] == [1, 3]
     # a resume truncating the file met the same byte as a UnicodeDecodeError and refused the run, unnamed
-    logger = MetricsLogger(tmp_path, tensorboard=False)
+    logger = MetricsLogger(tmp_path)
     with pytest.warns(UserWarning, match=rf"{tmp_path / 'metrics.jsonl'}: 1 line\(s\) skipped .*\(first: line 2\)"):
         logger.truncate_after(2)
     assert (tmp_path / "metrics.jsonl").read_bytes() == lines[0] + b"\n"
