@@ -31,12 +31,13 @@ def main() -> None:
     p.add_argument("--optimizers", default="adamw_official,adamw")
     p.add_argument("--models", default="pretrained,random", help="pretrained: --init itself; random: --random-init")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--table", default=str(TABLE), help="the labelled reviews (default: ../shared/data's)")
     args = p.parse_args()
     out = Path(args.out)
     data = out / "data"
     if not (data / "rotten_tomatoes" / "train.csv").is_file():
         split_labeled_table(
-            TABLE,
+            args.table,
             data / "rotten_tomatoes",
             text_column="text",
             label_column="category",
