@@ -31,6 +31,7 @@ def main() -> None:
     p.add_argument("--optimizers", default="adamw_official,adamw")
     p.add_argument("--models", default="pretrained,random", help="pretrained: --init itself; random: --random-init")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate, over the quick recipe's 5e-5")
     p.add_argument("--table", default=str(TABLE), help="the labelled reviews (default: ../shared/data's)")
     args = p.parse_args()
     out = Path(args.out)
@@ -60,6 +61,7 @@ def main() -> None:
                 random_init=random_init,
                 jobs=args.jobs,
                 threads=args.threads,
+                lr=args.lr,
             )
             print(json.dumps(summary(name, run_suite(cfg, write=lambda line: None).results)), flush=True)
 

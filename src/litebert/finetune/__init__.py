@@ -3,6 +3,7 @@
 config.py    FinetuneConfig: the task, its files, the model and the optimisation
 heads.py     task heads (sequence, token, span, choice, pair embedding) and FinetuneModel
 run.py       `finetune`: train, score on dev, keep the best checkpoint
+features.py  tokenised task files reused: in this process, and in a directory shared by processes (suite)
 saved.py     a fine-tuned directory: `load_finetuned`, `evaluate`, `predict`
 embed.py     sentence and document embeddings (mean pooling)
 baselines.py seeded splits of a labelled table, bag-of-words baselines (logistic regression, cosine)
