@@ -73,7 +73,7 @@ def summary(name: str, results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--init", help="the model to fine-tune (default: a tiny random one made in OUT/model)")
@@ -88,8 +88,9 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=None, help="over the quick recipe's 5e-5")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--threads", type=int, default=None)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     out = Path(args.out)
+    rows = []
     init = args.init or str(tiny_model(out))
     for optimizer in OPTIMIZERS:
         cfg = SuiteConfig(
@@ -109,7 +110,9 @@ def main() -> None:
             jobs=args.jobs,
             threads=args.threads,
         )
-        print(json.dumps(summary(optimizer, run_suite(cfg, write=lambda line: None).results)), flush=True)
+        rows.append(summary(optimizer, run_suite(cfg, write=lambda line: None).results))
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
 
 
 if __name__ == "__main__":
