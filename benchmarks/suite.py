@@ -4,6 +4,8 @@ cores shared out), on CPU; and on a GPU, when there is one, 1 vs 2 units at a ti
 The units are the SST-2 task of the GLUE fixture (tests/fixtures/glue) with a small model made here (the tiny
 preset's shape, random weights: the figures are of scheduling, not accuracy), N seeds of `--steps` steps each;
 every case writes into a fresh directory, so nothing is reused. The scheduler must not lose to one process.
+It prints its configuration, one line per case, and the ratios: 1 process's wall time over 2 processes' (and one
+unit at a time on the GPU over two), above 1 when side by side is faster.
 
     python benchmarks/suite.py                    # 4 units of 100 steps: 1 and 2 CPU processes
     python benchmarks/suite.py --units 6 --steps 200
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import tempfile
 import time
 from pathlib import Path
@@ -74,6 +77,7 @@ def main() -> None:
         tmp = Path(tmp)
         model = make_model(tmp)
         cores = len(os.sched_getaffinity(0))
+        print(json.dumps(configuration(args, cores)), flush=True)
         cases = {"cpu, 1 process": {"jobs": 1, "threads": cores}, "cpu, 2 processes": {"jobs": 2}}
         if torch.cuda.is_available():
             cases.update(
@@ -82,8 +86,9 @@ def main() -> None:
                     "cuda:0, 2 units at a time": {"devices": ("cuda:0", "cuda:0")},
                 }
             )
+        walls = {}
         for i, (name, schedule) in enumerate(cases.items()):
-            seconds = case(model, tmp / f"case{i}", args.units, args.steps, **schedule)
+            seconds = walls[name] = case(model, tmp / f"case{i}", args.units, args.steps, **schedule)
             print(
                 json.dumps(
                     {
@@ -97,6 +102,37 @@ def main() -> None:
                 ),
                 flush=True,
             )
+        print(json.dumps(ratios(walls)), flush=True)
+
+
+def configuration(args: argparse.Namespace, cores: int) -> dict:
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {
+        "configuration": {
+            "units": args.units,
+            "steps": args.steps,
+            "task": "SST-2 (tests/fixtures/glue)",
+            "batch_size": 16,
+            "max_seq_length": 64,
+            "cores": cores,
+            "cpu": platform.processor() or platform.machine(),
+            "gpu": gpu,
+            "torch": torch.__version__,
+            "threads (1 process)": cores,
+            "threads (each of 2)": max(1, cores // 2),
+        }
+    }
+
+
+def ratios(walls: dict[str, float]) -> dict:
+    """Wall time of the one-at-a-time case over the side-by-side one's: above 1, side by side is faster."""
+    pairs = {
+        "cpu: 1 process / 2 processes": ("cpu, 1 process", "cpu, 2 processes"),
+        "cuda:0: 1 unit / 2 units at a time": ("cuda:0, 1 unit at a time", "cuda:0, 2 units at a time"),
+    }
+    return {"ratio": {k: round(walls[a] / walls[b], 2) for k, (a, b) in pairs.items() if a in walls and b in walls}}
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ architecture from random initialisation, with both fine-tuning optimizers, print
 degenerate runs and wall time (docs/suite.md's result).
 
     python experiments/suite_rotten_tomatoes.py --init runs/default/model --out eval/rt [--seeds 5] [--jobs 1]
+    python experiments/suite_rotten_tomatoes.py --init runs/default/model --out eval/rt --models random
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+from suite_optimizers import summary
 
 from litebert.finetune.baselines import split_labeled_table
 from litebert.finetune.suite import SuiteConfig, run_suite
@@ -26,12 +29,16 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--optimizers", default="adamw_official,adamw")
+    p.add_argument("--models", default="pretrained,random", help="pretrained: --init itself; random: --random-init")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate, over the quick recipe's 5e-5")
+    p.add_argument("--table", default=str(TABLE), help="the labelled reviews (default: ../shared/data's)")
     args = p.parse_args()
     out = Path(args.out)
     data = out / "data"
     if not (data / "rotten_tomatoes" / "train.csv").is_file():
         split_labeled_table(
-            TABLE,
+            args.table,
             data / "rotten_tomatoes",
             text_column="text",
             label_column="category",
@@ -39,8 +46,10 @@ def main() -> None:
             seed=0,
         )
     for optimizer in args.optimizers.split(","):
-        for random_init in (False, True):
-            name = f"{optimizer}-{'random' if random_init else 'pretrained'}"
+        for model in args.models.split(","):
+            if model not in ("pretrained", "random"):
+                raise SystemExit(f"--models: {model!r} is neither pretrained nor random")
+            name, random_init = f"{optimizer}-{model}", model == "random"
             cfg = SuiteConfig(
                 suite=str(SUITE),
                 data=str(data),
@@ -51,20 +60,10 @@ def main() -> None:
                 optimizer=optimizer,
                 random_init=random_init,
                 jobs=args.jobs,
+                threads=args.threads,
+                lr=args.lr,
             )
-            r = run_suite(cfg, write=lambda line: None).results
-            rt = r["tasks"]["RT"]
-            row = {
-                "run": name,
-                "median": rt["score"]["median"],
-                "min": rt["score"]["min"],
-                "max": rt["score"]["max"],
-                "degenerate": rt["degenerate"],
-                "seeds": [s["score"] for s in rt["seeds"].values()],
-                "wall_seconds": round(r["wall_seconds"]),
-                "commit": r["commit"],
-            }
-            print(json.dumps(row), flush=True)
+            print(json.dumps(summary(name, run_suite(cfg, write=lambda line: None).results)), flush=True)
 
 
 if __name__ == "__main__":

@@ -159,3 +159,15 @@ def test_a_pretraining_keeps_every_checkpoint_under_the_recipe_s_key(scripts, tm
         runner_module.SCALES["smoke"], tmp_path, FIXTURES, log=lambda *a: None, report_to=("mlflow",)
     )
     assert tracked.pretrain("albert") == run and jobs[1][0].train.report_to == ("mlflow",)
+
+
+def test_suite_optimizers_script_runs_both_optimizers_on_the_same_units(scripts, tmp_path):
+    argv = ["--out", str(tmp_path), "--tasks", "SST-2,STS-B", "--seeds", "2", "--max-steps", "4", "--eval-every", "2"]
+    rows = scripts("suite_optimizers").main([*argv, "--threads", "1"])
+    assert [r["run"] for r in rows] == ["adamw_official", "adamw"]
+    for row in rows:
+        assert row["units"] == 4 and row["failed"] == 0 and 0 <= row["degenerate"] <= 4
+        assert row["degenerate"] == sum(t["degenerate"] for t in row["tasks"].values())
+        assert row["tasks"]["SST-2"]["min"] <= row["tasks"]["SST-2"]["median"] <= row["tasks"]["SST-2"]["max"]
+    config = json.loads(next((tmp_path / "adamw").glob("units/SST-2/seed0-*/unit.json")).read_text())["config"]
+    assert config["optimizer"] == "adamw" and config["max_steps"] == 4

@@ -5,22 +5,29 @@ have. A tiny model and a handful of steps: the figures are not meant to be good,
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
 import shutil
 import signal
 import statistics
+import string
 import subprocess
 import sys
 import time
 import zipfile
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
+import scipy.stats
 from glue_parquet import GLUE, write_hub_glue
 
 from litebert.cli import main
+from litebert.finetune.run import run_model
+from litebert.finetune.saved import load_finetuned
 from litebert.finetune.suite import SuiteConfig, load_suite, run_suite
 from litebert.finetune.suite.layouts import prepare_task
 from litebert.finetune.suite.report import fmt
@@ -277,7 +284,7 @@ def test_the_papers_five_tasks_average_squad_f1_and_em_first_with_the_papers_row
 
 
 @pytest.mark.slow  # two spawned processes import torch: 10-80 s on a loaded 2-core machine
-def test_units_in_two_processes_give_what_one_process_gives_and_features_are_built_once(model_dir, tmp_path):
+def test_units_in_two_processes_give_what_one_process_gives(model_dir, tmp_path):
     settings = {**TINY, "tasks": ("SST-2",)}
     one = run_suite(
         SuiteConfig(suite="glue", data=str(GLUE), init=str(model_dir), out=str(tmp_path / "one"), **settings),
@@ -292,9 +299,6 @@ def test_units_in_two_processes_give_what_one_process_gives_and_features_are_bui
     assert any("running: SST-2 seed 0, SST-2 seed 1" in x or "running: SST-2 seed 1, SST-2 seed 0" in x for x in lines)
     strip = lambda r: {k: v for k, v in r["tasks"]["SST-2"].items() if k not in ("seeds", "input")}
     assert strip(one.results) == strip(two.results)
-    from litebert.finetune import features
-
-    assert any(key.count("SST-2") for key in features._kept)  # the first process's seeds shared one tokenisation
 
 
 def test_a_failed_unit_is_reported_and_the_others_finish(model_dir, tmp_path, capsys):
@@ -372,3 +376,84 @@ def test_warm_start_runs_rte_from_this_runs_mnli_model_of_its_seed(model_dir, tm
                 tasks=("RTE",),
             )
         )
+
+
+KOREAN = GLUE.parents[0] / "korean"
+
+
+def _korquad_scores(predictions: dict[str, str], gold_file: Path) -> dict[str, float]:
+    """KorQuAD 1.0's evaluate-v1.0.py: SQuAD v1.1's normalisation with quotes and brackets spaced out first, F1
+    over the characters of the normalised answer's words; x100."""
+
+    def normalize(s: str) -> str:
+        s = re.sub("['\"《》<>〈〉()‘’]", " ", s).lower()
+        return " ".join("".join(ch for ch in s if ch not in set(string.punctuation)).split())
+
+    def f1(pred: str, gold: str) -> float:
+        p, g = list("".join(normalize(pred).split())), list("".join(normalize(gold).split()))
+        same = sum((Counter(p) & Counter(g)).values())
+        return 0.0 if same == 0 else 2 * (same / len(p)) * (same / len(g)) / (same / len(p) + same / len(g))
+
+    qas = [q for a in json.loads(gold_file.read_text())["data"] for p in a["paragraphs"] for q in p["qas"]]
+    em = [max(normalize(predictions[q["id"]]) == normalize(a["text"]) for a in q["answers"]) for q in qas]
+    f1s = [max(f1(predictions[q["id"]], a["text"]) for a in q["answers"]) for q in qas]
+    return {"exact_match": 100 * statistics.fmean(em), "f1": 100 * statistics.fmean(f1s)}
+
+
+def _best_model_predictions(unit: Path, prepared: Path) -> Any:
+    """The unit's best dev model run on a file the suite prepared, predicted afresh."""
+    ft = load_finetuned(unit / "best")
+    data = ft.task.load(str(prepared), ft.tokenizer, ft.config, dict(ft.state), mode="eval")
+    outputs = run_model(ft.model, data, ft.task.pad_values(ft.tokenizer), ft.config.eval_batch_size)
+    return ft.task.predict(data, outputs, ft.config, ft.state)
+
+
+def _gold(path: Path, column: str) -> list[str]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return [row[column] for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
+
+
+def test_the_korean_suite_scores_each_task_as_its_papers_do(model_dir, tmp_path):
+    """NSMC accuracy on ratings_test.txt, KorNLI accuracy and KorSTS Spearman on their test files with the best
+    checkpoint chosen on dev, KorQuAD 1.0 EM and character-level F1: each recomputed here from the best model."""
+    out = tmp_path / "ko"
+    settings = {**TINY, "seeds": 1, "max_seq_length": 64}
+    result = run_suite(
+        SuiteConfig(suite="korean", data=str(KOREAN), init=str(model_dir), out=str(out), **settings),
+        write=lambda line: None,
+    )
+    assert not result.failed
+    results = check_results_against_json(out)
+    assert results["score"]["name"] == "average" and results["score"]["tasks"] == list(load_suite("korean").table)
+    seed = {task: summary["seeds"]["0"] for task, summary in results["tasks"].items()}
+    assert {t: sorted(s["metrics"]) for t, s in seed.items()} == {
+        "NSMC": ["accuracy"],
+        "KorNLI": ["test/accuracy"],
+        "KorSTS": ["test/spearman"],
+        "KorQuAD1.0": ["exact_match", "f1"],
+    }
+    unit = {task: Path(s["unit"]) for task, s in seed.items()}
+    data = out / "data"
+    dev = {task: Path(json.loads((u / "unit.json").read_text())["config"]["dev"]) for task, u in unit.items()}
+
+    preds = _best_model_predictions(
+        unit["NSMC"], Path(json.loads((unit["NSMC"] / "unit.json").read_text())["config"]["dev"])
+    )
+    gold = _gold(KOREAN / "nsmc" / "ratings_test.txt", "label")
+    assert seed["NSMC"]["metrics"]["accuracy"] == pytest.approx(
+        100 * statistics.fmean(p["label"] == g for p, g in zip(preds, gold, strict=True))
+    )
+    preds = _best_model_predictions(unit["KorNLI"], data / "KorNLI" / "test.tsv")
+    gold = _gold(KOREAN / "KorNLI" / "xnli.test.ko.tsv", "gold_label")
+    assert seed["KorNLI"]["metrics"]["test/accuracy"] == pytest.approx(
+        100 * statistics.fmean(p["label"] == g for p, g in zip(preds, gold, strict=True))
+    )
+    preds = _best_model_predictions(unit["KorSTS"], data / "KorSTS" / "test.tsv")
+    gold = [float(g) for g in _gold(KOREAN / "KorSTS" / "sts-test.tsv", "score")]
+    spearman = scipy.stats.spearmanr([p["score"] for p in preds], gold).statistic
+    assert seed["KorSTS"]["metrics"]["test/spearman"] == pytest.approx(100 * spearman)
+    for task in ("KorNLI", "KorSTS"):  # the best checkpoint was chosen on dev
+        assert json.loads((unit[task] / "results.json").read_text())["best"]["metric"] in ("accuracy", "spearman")
+    gold_file = KOREAN / "KorQuAD" / "KorQuAD_v1.0_dev.json"
+    preds = _best_model_predictions(unit["KorQuAD1.0"], dev["KorQuAD1.0"])
+    assert seed["KorQuAD1.0"]["metrics"] == pytest.approx(_korquad_scores(preds, gold_file))

@@ -5,8 +5,9 @@ heads.py     task heads (sequence, token, span, choice, pair embedding) and Fine
 run.py       `finetune`: train, score on dev, keep the best checkpoint
 batches.py   seeded epochs of shuffled features, resumable to the batch
 resume.py    a run's checkpoints: what a fresh run refuses to overwrite, what a resumed run must match
-features.py  tokenised features kept in the process for the next run that reads the same file
+features.py  tokenised task files reused: in this process, and in a directory shared by processes (suite)
 saved.py     a fine-tuned directory: `load_finetuned`, `evaluate`, `predict`
+inference.py the settings of evaluate, predict and embed (EvaluateConfig, PredictConfig, EmbedConfig)
 embed.py     sentence and document embeddings (mean pooling)
 baselines.py seeded splits of a labelled table, bag-of-words baselines (logistic regression, cosine)
 tasks/       one module per task family: reader, features, metric

@@ -153,8 +153,11 @@ def resolve_device(cfg: Any) -> torch.device:
     return device
 
 
-def finetune(cfg: FinetuneConfig, *, resume: bool = False) -> FinetuneResult:
+def finetune(cfg: FinetuneConfig, *, resume: bool = False, features: str | Path | None = None) -> FinetuneResult:
     """Train, evaluate on dev every `eval_every` steps, save the best dev checkpoint; write results.json.
+
+    `features`: a directory of tokenised features shared with other runs (litebert.finetune.features; a suite's
+    OUT/features), read from there when an earlier run built them, written there otherwise.
 
     `resume` continues the newest checkpoint in cfg.out with the run's own settings (the device may change) and
     ends as the uninterrupted run would have. SIGTERM or Ctrl-C write a checkpoint at the step in hand and raise
@@ -176,10 +179,12 @@ def finetune(cfg: FinetuneConfig, *, resume: bool = False) -> FinetuneResult:
             check_fresh(out)
         check_precision(cfg.precision, device)
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's streams go on
-            return _finetune(cfg, device, ckpt, meta)
+            return _finetune(cfg, device, ckpt, meta, features)
 
 
-def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta: dict | None) -> FinetuneResult:
+def _finetune(
+    cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta: dict | None, features: str | Path | None
+) -> FinetuneResult:
     env = _environment(device)
     try:
         torch.manual_seed(cfg.seed)
@@ -198,8 +203,8 @@ def _finetune(cfg: FinetuneConfig, device: torch.device, ckpt: Path | None, meta
         else:
             base, tok = None, load_tokenizer(ckpt)
         task, state = get_task(cfg.task), {}
-        train = load_task_data(task, cfg.train, tok, cfg, state, "train")  # a suite's seeds tokenise it once
-        dev = load_task_data(task, cfg.dev, tok, cfg, state, "eval")
+        train = load_task_data(task, cfg.train, tok, cfg, state, "train", cache=features)  # a suite's units share it
+        dev = load_task_data(task, cfg.dev, tok, cfg, state, "eval", cache=features)
         for data in (train, dev):
             data.report.warn()
         model = _model(cfg, base, task, state, ckpt, meta)

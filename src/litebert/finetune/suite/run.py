@@ -4,6 +4,7 @@ OUT/results.json, results.md, seeds.png and the leaderboard files (report.py).
 
 OUT/  results.json  results.md  seeds.png  submission/ + submission.zip (suites with test splits)
       data/TASK/    the task's splits as the TSVs fine-tuning reads (table tasks), and manifest.json
+      features/     each split tokenised once for every unit of every process (litebert.finetune.features)
       units/TASK/seedS-KEY/   one fine-tuning run (finetune's OUT: results.json, best/, ...) and its unit.json
 """
 
@@ -201,6 +202,7 @@ def build_units(suite: Suite, cfg: SuiteConfig, prepared: dict[str, TaskFiles], 
                 after=after.name if after else None,
                 evals={s: str(files.files[s]) for s in spec.evals},
                 tests={s: str(files.files[s]) for s in dict.fromkeys(spec.submissions.values())},
+                features=str(out / "features"),
             )
     return list(units.values())
 
@@ -285,10 +287,23 @@ def summarize(
             "reused": sum(bool(records[u.name].get("reused")) for u in units),
             "trained": sum(not records[u.name].get("reused") and "error" not in records[u.name] for u in units),
         },
+        "features": _feature_counts(units, records),
         "commit": _commit(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "wall_seconds": seconds,
     }
+
+
+def _feature_counts(units: list[Unit], records: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """How the units trained in this run came by their tokenised files: built, read from OUT/features, or kept in
+    their process from its previous unit."""
+    counts = {"built": 0, "read": 0, "kept": 0}
+    for unit in units:
+        record = records[unit.name]
+        if not record.get("reused") and "error" not in record:
+            for how, n in record.get("features", {}).items():
+                counts[how] = counts.get(how, 0) + n
+    return counts
 
 
 def _label(cfg: SuiteConfig) -> str:

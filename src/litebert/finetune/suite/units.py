@@ -4,7 +4,8 @@ the task's other labelled splits, checked for a collapsed run and run on the tes
 A unit's directory is OUT/units/TASK/seedS-KEY, KEY a digest of everything it computes from (settings, data,
 model), so that changed settings train anew beside the old. Run again, a unit reuses its unit.json, continues
 an interrupted fine-tuning from its newest checkpoint (`finetune(resume=True)`), and scores a finished one that
-was stopped before its record was written.
+was stopped before its record was written. Every tokenised file comes from the suite's features directory
+(litebert.finetune.features), built there by the first unit of any process that needs it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from litebert.finetune import features as feature_cache
 from litebert.finetune.config import FinetuneConfig
 from litebert.finetune.resume import RESULTS_FILE
 from litebert.finetune.run import finetune, run_model
@@ -38,6 +40,7 @@ class Unit:
     evals: dict[str, str] = field(default_factory=dict)  # labelled split -> file, scored with the best model
     tests: dict[str, str] = field(default_factory=dict)  # unlabelled split -> file, predicted with the best model
     after: str | None = None  # the name of the unit whose best model this one starts from (a warm start)
+    features: str | None = None  # the directory of tokenised features every unit of the suite shares
 
     @property
     def name(self) -> str:
@@ -63,21 +66,22 @@ def run_unit(unit: Unit, device: str | None = None) -> dict[str, Any]:
     if record is not None:
         return {**record, "reused": True}
     start = time.perf_counter()
+    before = dict(feature_cache.counts)
     cfg = dataclasses.replace(unit.config, device=device or unit.config.device)
     resumed = False
     if not (unit.out / RESULTS_FILE).is_file():
         resumed = latest_checkpoint(unit.out) is not None  # an interrupted run: its own resume ends as it would have
-        finetune(cfg, resume=resumed)
+        finetune(cfg, resume=resumed, features=unit.features)
     results = read_json(unit.out / RESULTS_FILE)
     ft = load_finetuned(unit.out / "best")
     if device:
         ft.model.to(device)
-    dev_preds = _predictions(ft, cfg.dev, "eval")[1]
-    evals = {split: _predictions(ft, path, "eval")[0] for split, path in unit.evals.items()}
+    dev_preds = _predictions(ft, cfg.dev, "eval", unit.features)[1]
+    evals = {split: _predictions(ft, path, "eval", unit.features)[0] for split, path in unit.evals.items()}
     tests = {}
     (unit.out / "predictions").mkdir(exist_ok=True)
     for split, path in unit.tests.items():
-        _, preds = _predictions(ft, path, "predict")
+        _, preds = _predictions(ft, path, "predict", unit.features)
         tests[split] = f"predictions/{split}.json"
         write_json(_test_rows(path, preds), unit.out / tests[split])
     record = {
@@ -93,15 +97,16 @@ def run_unit(unit: Unit, device: str | None = None) -> dict[str, Any]:
         "train_seconds": results["history"][-1]["seconds"],
         "seconds": time.perf_counter() - start,
         "resumed": resumed,
+        "features": {k: n - before.get(k, 0) for k, n in feature_cache.counts.items() if n > before.get(k, 0)},
         "config": cfg.to_dict(),
     }
     write_json(record, unit.out / UNIT_FILE)
     return {**record, "reused": False}
 
 
-def _predictions(ft: Finetuned, path: str, mode: str) -> tuple[dict[str, float], Any]:
+def _predictions(ft: Finetuned, path: str, mode: str, features: str | None) -> tuple[dict[str, float], Any]:
     """The best model's scores on a labelled file ({} for a file to predict on) and its predictions."""
-    data = ft.task.load(path, ft.tokenizer, ft.config, ft.state, mode=mode)
+    data = feature_cache.load_task_data(ft.task, path, ft.tokenizer, ft.config, ft.state, mode, cache=features)
     outputs = run_model(ft.model, data, ft.task.pad_values(ft.tokenizer), ft.config.eval_batch_size)
     scores = ft.task.score(data, outputs, ft.config, ft.state) if mode == "eval" else {}
     scores = {k: float(v) for k, v in scores.items() if isinstance(v, int | float)}
