@@ -1,6 +1,6 @@
-"""What a pretraining run reads must fit together: the data with the model and tokenizer, the data's identity
-(the same data on resume), and a --tokenizer that extends an --init model's own (old ids keep their
-pieces)."""
+"""What a pretraining run reads must fit together: the data with the model and tokenizer, and a --tokenizer that
+extends an --init model's own (old ids keep their pieces); and the data's identity, the hash a run records and
+rundir.py compares on resume."""
 
 from __future__ import annotations
 
