@@ -3,7 +3,8 @@
 
     python benchmarks/quantization.py                  # the tiny preset fine-tuned from random init here
     python benchmarks/quantization.py --init runs/default/model --steps 600
-    nice -n 10 python benchmarks/quantization.py --full [TABLE] --steps 2000   # the whole Rotten Tomatoes dev set
+    nice -n 10 python benchmarks/quantization.py --full [TABLE] --steps 800 --lr 2e-3 --pooling mean \
+        --max-seq-length 64                           # the whole Rotten Tomatoes dev set
 
 By default the model is fine-tuned on the fresh/rotten rows of the vendored Rotten Tomatoes excerpt
 (tests/fixtures/labeled) and scored on a held-out fifth of them. With --full it is the whole table (TABLE, by
@@ -87,6 +88,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--init", type=Path, help="a pretrained model (default: the tiny preset, random init)")
     p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--pooling", default="cls", help="cls, or mean (which a model from random init learns faster with)")
+    p.add_argument("--max-seq-length", type=int, default=128)
     p.add_argument(
         "--full", nargs="?", const=FULL_TABLE, type=Path, help="the whole Rotten Tomatoes table's train and dev splits"
     )
@@ -109,9 +113,10 @@ def main() -> None:
             dev=str(dev),
             max_steps=args.steps,
             eval_every=args.steps,
-            lr=5e-4,
+            lr=args.lr,
+            pooling=args.pooling,
             batch_size=16,
-            max_seq_length=128,
+            max_seq_length=args.max_seq_length,
             seed=0,
             **({"text_columns": ("text",)} if args.full else {}),
         )
