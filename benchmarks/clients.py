@@ -7,13 +7,15 @@ against litebert's own fine-tuned model and litebert's ONNX predictor, on the sa
     python benchmarks/clients.py --install                # npm install --ignore-scripts @huggingface/transformers
                                                           # into a temporary directory first
     python benchmarks/clients.py --node-modules DIR --optimum-path DIR
+    python benchmarks/clients.py --install --optimum --require   # .ci/run, after `pip install optimum-onnx`
 
 transformers.js needs node and @huggingface/transformers (installed with --ignore-scripts: onnxruntime-node's install
 script fetches GPU binaries from outside the registry; the CPU ones ship inside the package). Optimum needs
-optimum-onnx, whose transformers pin (< 4.58) differs from litebert's test environment: give its packages as a
-directory (`pip install --target DIR --no-deps optimum-onnx optimum transformers==4.57.* ...`), which runs in a
-subprocess on that path. A client that is not there is reported as such; the script fails (exit 1) when a client
-that ran gives another label or a score more than 1e-4 away.
+optimum-onnx, whose transformers pin (< 4.58) differs from litebert's test environment: either installed into this
+environment (--optimum; `pip install optimum-onnx` moves transformers back to 4.57, so CI does it after its tests),
+or given as a directory (`pip install --target DIR --no-deps optimum-onnx optimum transformers==4.57.* ...`); it
+runs in a subprocess either way. A client that is not there is reported as such (an error with --require); the
+script fails (exit 1) when a client that ran gives another label or a score more than 1e-4 away.
 """
 
 from __future__ import annotations
@@ -160,8 +162,8 @@ def transformers_js(bundle: Path, sentences: list[str], modules: Path, quantized
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def optimum(bundle: Path, sentences: list[str], path: str, quantized: bool) -> list[dict]:
-    env = {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}
+def optimum(bundle: Path, sentences: list[str], path: str | None, quantized: bool) -> list[dict]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"} | ({"PYTHONPATH": path} if path else {})
     name = "model_quantized.onnx" if quantized else "model.onnx"
     run = subprocess.run(
         [sys.executable, "-c", OPTIMUM, str(bundle), json.dumps(sentences), name],
@@ -187,6 +189,8 @@ def main() -> int:
     p.add_argument("--node-modules", help="a node_modules directory holding @huggingface/transformers")
     p.add_argument("--install", action="store_true", help="npm install @huggingface/transformers into a temporary dir")
     p.add_argument("--optimum-path", help="a directory of optimum-onnx and its transformers (PYTHONPATH)")
+    p.add_argument("--optimum", action="store_true", help="Optimum from this environment (pip install optimum-onnx)")
+    p.add_argument("--require", action="store_true", help="exit 1 when transformers.js or Optimum cannot run")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="litebert-clients-"))
     model, bundle = (args.model, args.bundle) if args.bundle else build(work)
@@ -203,12 +207,14 @@ def main() -> int:
         ok &= compare("transformers.js (Node), q8 vs litebert int8", q8, int8)
     else:
         print("transformers.js: not run (needs node and --node-modules or --install)")
-    if args.optimum_path:
+        ok &= not args.require
+    if args.optimum_path or args.optimum:
         ok &= compare(
             "Optimum ORTModelForSequenceClassification", optimum(bundle, sentences, args.optimum_path, False), reference
         )
     else:
-        print("Optimum: not run (needs --optimum-path)")
+        print("Optimum: not run (needs --optimum or --optimum-path)")
+        ok &= not args.require
     return 0 if ok else 1
 
 

@@ -6,7 +6,8 @@ torch.onnx.export and onnxruntime's `quantize_dynamic` int8. Tokens/s and latenc
     python benchmarks/inference.py --threads 2 --rounds 10 --preset tiny
 
 Each round runs every contender once on the same batch (random ids, full length), in turn; the figures are medians
-over the rounds. bf16 is left out on a CPU without bf16 units (no AVX512-BF16 or AMX), where it is emulated.
+over the rounds. The bf16 row runs where the CPU has bf16 units (AVX512-BF16 or AMX); elsewhere, where bf16 is
+emulated, it is left out and the run prints why.
 """
 
 from __future__ import annotations
@@ -24,9 +25,17 @@ import numpy as np
 import torch
 
 
-def _cpu_bf16() -> bool:
+def bf16_left_out() -> str | None:
+    """Why the litebert eager bf16 row is left out on this machine, or None where it runs: the CPU must have bf16
+    units (AVX512-BF16 or AMX), where oneDNN runs bf16 products natively, and torch's oneDNN must build them."""
+    from litebert.model.compat import onednn_bf16
+
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    if not ({"avx512_bf16", "amx_bf16"} & set(flags.split())):
+        return "the CPU has no bf16 units (no avx512_bf16 or amx_bf16 in /proc/cpuinfo), where bf16 is emulated"
+    if not onednn_bf16():
+        return f"torch {torch.__version__}'s oneDNN builds no bf16 products on this CPU"
+    return None
 
 
 def transformers_int8(directory: Path, work: Path) -> tuple[bytes, bytes]:
@@ -97,7 +106,8 @@ def main() -> None:
         return run
 
     runs = {"litebert eager fp32": eager(False)}
-    if _cpu_bf16():
+    left_out = bf16_left_out()
+    if left_out is None:
         runs["litebert eager bf16"] = eager(True)
     for name, session in sessions.items():
         runs[name] = lambda feed, session=session: session.run(None, feed)
@@ -106,6 +116,8 @@ def main() -> None:
         f"{args.preset}, {args.threads} thread(s), length {args.length}, {args.rounds} rounds, "
         f"torch {torch.__version__}"
     )
+    if left_out is not None:
+        print(f"litebert eager bf16: left out, {left_out}")
     header = f"{'file MB':>8} {'x safetensors':>13} {'b1 ms':>8} {'b1 tok/s':>9} {'b32 ms':>8} {'b32 tok/s':>10}"
     print(f"{'path':<22} {header}")
     results: dict[tuple[str, int], list[float]] = {}

@@ -1,5 +1,6 @@
 """The ONNX predictor: for every task, `litebert predict --onnx BUNDLE` gives what `litebert predict` gives, in a
-process where `import torch` fails; a bundle whose files disagree is named."""
+process where torch, transformers, sentencepiece, tqdm, protobuf and litebert's other training-side dependencies
+cannot be imported; a bundle whose files disagree is named."""
 
 from __future__ import annotations
 
@@ -27,19 +28,35 @@ RUNS = {
     "similarity": ("pairs.csv", {"text_columns": ("premise", "hypothesis"), "label_column": "label"}),
 }
 
-# Runs the command line once per (bundle, data, out) triple given as JSON, with torch unimportable: a finder ahead of
-# every other refuses it.
+# litebert's dependencies a deployment that only predicts does without (docs/deploy.md installs numpy, onnxruntime
+# and tokenizers alone), and transformers: none may be imported on the predictor's path.
+BLOCKED = (
+    "torch",
+    "transformers",
+    "sentencepiece",
+    "tqdm",
+    "google.protobuf",
+    "sentencex",
+    "safetensors",
+    "matplotlib",
+    "pyarrow",
+    "onnx",
+)
+# Runs the command line once per (bundle, data, out) triple given as JSON, with BLOCKED unimportable: a finder ahead
+# of every other refuses them.
 NO_TORCH = """
 import json, sys
-class NoTorch:
+blocked = tuple(json.loads(sys.argv[2]))
+class Blocked:
     def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ImportError("torch is blocked in this process")
-sys.meta_path.insert(0, NoTorch())
+        if any(name == b or name.startswith(b + ".") for b in blocked):
+            raise ImportError(f"{name} is blocked in this process")
+sys.meta_path.insert(0, Blocked())
 from litebert.cli import main
 for bundle, data, out in json.loads(sys.argv[1]):
     assert main(["predict", "--onnx", bundle, "--data", data, "--out", out]) == 0
-assert "torch" not in sys.modules
+loaded = [m for m in sys.modules if any(m == b or m.startswith(b + ".") for b in blocked)]
+assert not loaded, loaded
 """
 
 
@@ -67,9 +84,12 @@ def bundles(model_dir, tmp_path_factory) -> dict[str, tuple[Path, Path, Path]]:
     return made
 
 
-def test_every_task_predicts_through_onnx_as_litebert_does_in_a_process_without_torch(bundles, tmp_path):
+def test_every_task_predicts_through_onnx_as_litebert_does_without_torch_or_the_other_training_libraries(
+    bundles, tmp_path
+):
     runs = [(str(bundle), str(data), str(tmp_path / f"{task}.json")) for task, (_, bundle, data) in bundles.items()]
-    child = subprocess.run([sys.executable, "-c", NO_TORCH, json.dumps(runs)], capture_output=True, text=True)
+    argv = [sys.executable, "-c", NO_TORCH, json.dumps(runs), json.dumps(BLOCKED)]
+    child = subprocess.run(argv, capture_output=True, text=True)
     assert child.returncode == 0, child.stderr[-3000:]
     for task, (model, _, data) in bundles.items():
         got, expected = json.loads((tmp_path / f"{task}.json").read_text()), predict(model, data)

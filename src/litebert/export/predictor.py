@@ -3,7 +3,9 @@
 It reads the task's file with the task's own reader and post-processes the outputs with the task's own `predict`
 (litebert.finetune.tasks, which import no torch: labels, scores, SQuAD's n-best spans with the null score), encodes
 with the bundle's tokenizer.json through `tokenizers`, and runs onnx/model.onnx (or model_quantized.onnx) through
-onnxruntime. Nothing here imports torch: a deployment installs litebert without it (docs/deploy.md says how).
+onnxruntime. Of litebert's dependencies this path imports numpy, onnxruntime and tokenizers alone (no torch,
+sentencepiece, sentencex, tqdm or protobuf): a deployment installs litebert without the others (docs/deploy.md says
+how; tests/export/test_predictor.py blocks them).
 """
 
 from __future__ import annotations

@@ -7,8 +7,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-import sentencex
-
 _HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
 # A Hangul syllable written as conjoining jamo (NFD, as macOS writes file text): the rules below match syllables
 # ("가.", "다…"), so it is composed first; nothing else is normalised (the tokenizer's NFC does the rest).
@@ -89,6 +87,8 @@ def _segment(lang: str, text: str, depth: int = 0) -> list[str]:
     """sentencex's segments, each one that opens with list markers segmented again after them (sentencex leaves
     such a segment whole: "(5) 위의 수식을 보자. 비용이 발생한다." or "○ The cat sat. The dog ran."); then the
     repairs of segment edges (`_mend_edges`)."""
+    import sentencex  # here: the task readers use litebert.text without it (ONNX deployments install no sentencex)
+
     out: list[str] = []
     after_marker = False  # sentencex leaves the segments after a marker's unsplit too ("□ 그는 “...”고 했다. 끝.")
     for seg in (part for found in sentencex.segment(lang, text) for part in _split_ko_ellipsis(found)):

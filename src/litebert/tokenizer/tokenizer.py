@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sentencepiece as spm
 
 from litebert.io import check_whole, copy_file, read_json, write_json
 from litebert.text.normalize import Normalizer, normalize_aligned
@@ -68,6 +67,8 @@ class Tokenizer:
     """Encode/decode with a SentencePiece model and litebert's normalisation (see module docstring)."""
 
     def __init__(self, model_proto: bytes, normalizer: Normalizer, directory: Path | None = None) -> None:
+        import sentencepiece as spm  # here: truncate_pair runs without it (the ONNX predictor's deployments)
+
         self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
         self.model_proto = model_proto
         self.normalizer = normalizer

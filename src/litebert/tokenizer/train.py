@@ -12,9 +12,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-import sentencepiece as spm
-from tqdm import tqdm
+from typing import TYPE_CHECKING
 
 from litebert.io import staged_files, write_bytes
 from litebert.text.files import Paths
@@ -22,6 +20,9 @@ from litebert.text.normalize import Normalizer
 from litebert.text.read import ReadConfig, read_documents
 from litebert.text.report import TextReport
 from litebert.tokenizer.tokenizer import DIGIT_COMMA, MODEL_FILE, SPECIAL_TOKENS, Tokenizer, write_settings
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 @dataclass(kw_only=True)
@@ -200,6 +201,11 @@ def train_tokenizer(
 
 def _train(inputs: Paths, out: Path, cfg: TokenizerTrainConfig, progress: bool, report: TextReport) -> bytes:
     """The trained model, finalized (serialized ModelProto)."""
+    # imported here: the package's other modules run without sentencepiece and tqdm (the ONNX predictor's
+    # deployments install neither; litebert.finetune.tasks reads truncate_pair from litebert.tokenizer)
+    import sentencepiece as spm
+    from tqdm import tqdm
+
     docs = read_documents(inputs, report=report, config=cfg.read, exclude=[out])  # checks the paths now
     model = io.BytesIO()
     spm.set_random_generator_seed(cfg.seed)
