@@ -1,7 +1,7 @@
 """Data-preparation benchmark: tokens/s from raw documents to masked examples, and peak memory vs corpus size.
 
 Runs `litebert.data.build` on the shared corpora (State of the Union + Moby-Dick, one document per file) and on
-the same corpora repeated 10x (streamed through symlinks, not copied), each in a fresh subprocess so peak memory
+the same corpora repeated 10x (hard links, not copies), each in a fresh subprocess so peak memory
 (ru_maxrss) is per run. Reports wall-clock tokens/s and tokens per CPU-second of all processes (the "per core"
 figure, robust to other jobs sharing the machine), plus where the time goes on one core (profile of the
 1x build: text splitting, normalisation, SentencePiece, pairs + masks, writing).
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -49,15 +50,18 @@ def _tokenizer(path: str | None, vocab_size: int) -> Path:
 
 
 def _repeated_corpus(root: Path, repeats: int) -> Path:
-    """``repeats`` copies of the corpora as symlinks (read with follow_links: they lead out of the corpus
-    directory): the build streams the text that many times."""
+    """``repeats`` copies of the corpora as hard links (copies where the file system has none): distinct paths, so
+    the build streams the text that many times (a file named twice, or linked to twice, is read once)."""
     out = root / f"corpus_x{repeats}"
     for r in range(repeats):
         for source in SOURCES:
             target = out / f"copy{r:02d}" / source
             target.mkdir(parents=True)
             for f in sorted((CORPORA / source).glob("*.txt")):
-                (target / f.name).symlink_to(f)
+                try:
+                    os.link(f, target / f.name)
+                except OSError:  # another file system, or no hard links there
+                    shutil.copyfile(f, target / f.name)
     return out
 
 
