@@ -192,7 +192,12 @@ def main() -> int:
     p.add_argument("--optimum", action="store_true", help="Optimum from this environment (pip install optimum-onnx)")
     p.add_argument("--require", action="store_true", help="exit 1 when transformers.js or Optimum cannot run")
     args = p.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="litebert-clients-"))
+    # the bundle, the model and (with --install) ~0.5 GB of node_modules: all removed at the end
+    with tempfile.TemporaryDirectory(prefix="litebert-clients-") as tmp:
+        return _check(args, Path(tmp))
+
+
+def _check(args: argparse.Namespace, work: Path) -> int:
     model, bundle = (args.model, args.bundle) if args.bundle else build(work)
     sentences = texts()
     reference = litebert_scores(model, sentences)
