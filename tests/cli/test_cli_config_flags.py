@@ -32,8 +32,8 @@ from litebert.finetune.inference import EmbedConfig, EvaluateConfig, PredictConf
 from litebert.finetune.suite.run import SuiteConfig
 from litebert.hf import ConvertConfig
 from litebert.model.config import ParamsConfig, preset
-from litebert.text import ReadConfig
-from litebert.tokenizer import TokenizerTrainConfig
+from litebert.text import PrepareConfig, ReadConfig
+from litebert.tokenizer import AddWordsConfig, TokenizerFilesConfig, TokenizerTrainConfig
 from litebert.train import PretrainJob, TrainConfig
 from litebert.train.metrics import PlotConfig
 
@@ -42,9 +42,21 @@ FINETUNE = ["finetune", *(a for k, v in REQUIRED.items() for a in (f"--{k}", v))
 SUITE = {"suite": "glue", "data": "glue", "init": "model", "out": "runs"}
 # command -> (arguments giving every required field, the configs whose fields are its flags, the fields they give)
 COMMANDS: dict[str, tuple[list[str], tuple[type, ...], dict[str, Any]]] = {
-    "text prepare": (["text", "prepare", "corpus.txt", "--out", "out.txt"], (ReadConfig,), {}),
-    "tokenizer train": (["tokenizer", "train", "corpus.txt", "--out", "tok"], (TokenizerTrainConfig,), {}),
-    "tokenizer add-words": (["tokenizer", "add-words", "tok", "words.txt", "--out", "tok2"], (), {}),
+    "text prepare": (
+        ["text", "prepare", "corpus.txt", "--out", "out.txt"],
+        (PrepareConfig, ReadConfig),
+        {"inputs": ["corpus.txt"], "out": "out.txt"},
+    ),
+    "tokenizer train": (
+        ["tokenizer", "train", "corpus.txt", "--out", "tok"],
+        (TokenizerFilesConfig, TokenizerTrainConfig),
+        {"inputs": ["corpus.txt"], "out": "tok"},
+    ),
+    "tokenizer add-words": (
+        ["tokenizer", "add-words", "tok", "words.txt", "--out", "tok2"],
+        (AddWordsConfig,),
+        {"tokenizer_dir": "tok", "words_file": "words.txt", "out": "tok2"},
+    ),
     "data build": (
         ["data", "build", "corpus.txt", "--tokenizer", "tok", "--out", "data"],
         (BuildConfig, DataConfig, ReadConfig),
@@ -78,15 +90,12 @@ COMMANDS: dict[str, tuple[list[str], tuple[type, ...], dict[str, Any]]] = {
     "convert": (["convert", "to-hf", "m", "hf"], (ConvertConfig,), {"direction": "to-hf", "src": "m", "dst": "hf"}),
     "export onnx": (["export", "onnx", "m", "bundle"], (ExportConfig,), {"model_dir": "m", "out_dir": "bundle"}),
 }
-# The arguments that are no config's field, each for a reason: what the command reads and writes where no config holds
-# them, and how it runs (a job file, a resume, worker processes, a progress bar).
+# The arguments that are no config's field, each for a reason: they say how a run is invoked, not what its settings
+# are: the job file the flags go over, the run directory the job writes to, and whether to resume the run there.
 NOT_FIELDS = {
-    "text prepare": {"inputs", "--out"},  # ReadConfig is how to read, shared with data build and pretrain --corpus
-    "tokenizer train": {"inputs", "--out"},
-    "tokenizer add-words": {"tokenizer_dir", "words_file", "--out"},
-    # the job file the flags go over, the run directory (run_job's default: not part of the job), resuming it
+    # the job file, the run directory (run_job's argument beside the job: not part of it), resuming it
     "pretrain": {"--config", "--out", "--resume"},
-    "finetune": {"--resume"},
+    "finetune": {"--resume"},  # whether to resume the run in --out
 }
 CONFIGS = (
     DataConfig,
@@ -261,6 +270,7 @@ def test_commands_given_no_flag_use_the_dataclass_defaults(monkeypatch: pytest.M
         (litebert.finetune, "finetune"),
         (litebert.tokenizer, "train_tokenizer"),
         (litebert.text, "prepare"),
+        (litebert.tokenizer, "add_words"),
     ):
         _capture(monkeypatch, module, name)
     args, kwargs = _call(COMMANDS["data build"][0])
@@ -270,10 +280,12 @@ def test_commands_given_no_flag_use_the_dataclass_defaults(monkeypatch: pytest.M
     assert args == (PretrainJob(), "runs/default") and kwargs == {"resume": False, "train_overrides": {}}
     args, _ = _call(["finetune", *(a for k, v in REQUIRED.items() for a in (f"--{k}", v))])
     assert args == (FinetuneConfig(**REQUIRED),)
-    _, kwargs = _call(COMMANDS["tokenizer train"][0])
-    assert kwargs["config"] == TokenizerTrainConfig()
-    _, kwargs = _call(COMMANDS["text prepare"][0])
-    assert kwargs["config"] == ReadConfig()
+    args, kwargs = _call(COMMANDS["tokenizer train"][0])
+    assert args == (["corpus.txt"], "tok") and kwargs["config"] == TokenizerTrainConfig()
+    args, kwargs = _call(COMMANDS["text prepare"][0])
+    assert args == (["corpus.txt"], "out.txt") and kwargs == {"config": ReadConfig()}
+    args, _ = _call(COMMANDS["tokenizer add-words"][0])
+    assert args == ("tok", "words.txt", "tok2")
 
 
 def test_the_model_commands_given_no_flag_pass_the_dataclass_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

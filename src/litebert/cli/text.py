@@ -1,6 +1,7 @@
 """CLI for the text step: `litebert text prepare` and `litebert tokenizer train | add-words`.
 
-Each handler turns arguments into a config and calls one library function (litebert.text.prepare,
+Each handler turns arguments into configs (what the command reads and writes: PrepareConfig, TokenizerFilesConfig,
+AddWordsConfig; how: ReadConfig, TokenizerTrainConfig) and calls one library function (litebert.text.prepare,
 litebert.tokenizer.train_tokenizer, litebert.tokenizer.add_words), then prints what it returned.
 """
 
@@ -9,31 +10,27 @@ from __future__ import annotations
 import argparse
 
 from litebert.cli.flags import Flag, add_config_flags, config_flags, given, make_config
-from litebert.text import ReadConfig
-from litebert.tokenizer import TokenizerTrainConfig
+from litebert.text import PrepareConfig, ReadConfig
+from litebert.tokenizer import AddWordsConfig, TokenizerFilesConfig, TokenizerTrainConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     text = sub.add_parser("text", help="raw documents -> one sentence per line (the official format)")
     text_sub = text.add_subparsers(dest="text_command", required=True, metavar="COMMAND")
     prep = text_sub.add_parser("prepare", help="read files/dirs (.txt .jsonl .parquet .arrow .gz), split sentences")
-    prep.add_argument("inputs", nargs="+", help="files or directories (read recursively)")
-    prep.add_argument("--out", required=True, help="output file (.gz to compress)")
+    add_config_flags(prep, PrepareConfig)
     add_read_options(prep)
     prep.set_defaults(func=_prepare)
 
     tok = sub.add_parser("tokenizer", help="train or extend a SentencePiece vocabulary")
     tok_sub = tok.add_subparsers(dest="tokenizer_command", required=True, metavar="COMMAND")
     train = tok_sub.add_parser("train", help="train a unigram SentencePiece model the ALBERT way")
-    train.add_argument("inputs", nargs="+", help="files or directories (raw text, read like `text prepare`)")
-    train.add_argument("--out", required=True, help="tokenizer directory to write")
+    add_config_flags(train, TokenizerFilesConfig)
     add_config_flags(train, TokenizerTrainConfig, title="vocabulary (TokenizerTrainConfig)")
     train.set_defaults(func=_train)
 
     add = tok_sub.add_parser("add-words", help="add whole words as new pieces, keeping every existing id")
-    add.add_argument("tokenizer_dir")
-    add.add_argument("words_file", help="one word per line")
-    add.add_argument("--out", required=True, help="new tokenizer directory")
+    add_config_flags(add, AddWordsConfig)
     add.set_defaults(func=_add_words)
 
 
@@ -53,9 +50,10 @@ def _print_report(report) -> None:
 def _prepare(args: argparse.Namespace) -> int:
     from litebert.text import prepare
 
-    report = prepare(args.inputs, args.out, config=read_config_from(args))
+    run = PrepareConfig(**given(args, config_flags(PrepareConfig)))
+    report = prepare(run.inputs, run.out, config=read_config_from(args))
     _print_report(report)
-    print(f"wrote {args.out}")
+    print(f"wrote {run.out}")
     return 0
 
 
@@ -63,9 +61,10 @@ def _train(args: argparse.Namespace) -> int:
     from litebert.hf import write_hf_tokenizer_files
     from litebert.tokenizer import train_tokenizer
 
+    files = TokenizerFilesConfig(**given(args, config_flags(TokenizerFilesConfig)))
     config = make_config(TokenizerTrainConfig, given(args, config_flags(TokenizerTrainConfig)))
     # transformers' files too, so that its AutoTokenizer reads the directory; all appear together
-    tok = train_tokenizer(args.inputs, args.out, config=config, progress=True, also_write=write_hf_tokenizer_files)
+    tok = train_tokenizer(files.inputs, files.out, config=config, progress=True, also_write=write_hf_tokenizer_files)
     print(f"wrote {tok.dir}: vocab {tok.vocab_size:,}, spiece.model sha256 {tok.checksum[:16]}")
     return 0
 
@@ -74,6 +73,7 @@ def _add_words(args: argparse.Namespace) -> int:
     from litebert.hf import write_hf_tokenizer_files
     from litebert.tokenizer import add_words
 
-    tok, added = add_words(args.tokenizer_dir, args.words_file, args.out, also_write=write_hf_tokenizer_files)
+    run = AddWordsConfig(**given(args, config_flags(AddWordsConfig)))
+    tok, added = add_words(run.tokenizer_dir, run.words_file, run.out, also_write=write_hf_tokenizer_files)
     print(f"added {len(added):,} word{'' if len(added) == 1 else 's'}; wrote {tok.dir}: vocab {tok.vocab_size:,}")
     return 0

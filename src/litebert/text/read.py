@@ -373,6 +373,17 @@ def _paragraph(text: str, cfg: ReadConfig) -> list[str]:
     return split_sentences(text, cfg.language)
 
 
+@dataclass(kw_only=True)
+class PrepareConfig:
+    """What `text prepare` reads and the file it writes (the flags of `litebert text prepare` beside ReadConfig's,
+    which says how to read); none of it is part of how the text is read."""
+
+    inputs: list[str] = field(
+        metadata={"help": "files or directories (read recursively)", "positional": True, "nargs": "+"}
+    )
+    out: str = field(metadata={"help": "output file (.gz to compress)"})
+
+
 def prepare(paths: Paths, out: str | Path, *, config: ReadConfig | None = None) -> TextReport:
     """Write the official format (one sentence per line, blank line between documents) to `out`."""
     report = TextReport()

@@ -2,13 +2,14 @@
 
     tokenizer.py  `Tokenizer`: load a tokenizer directory, normalise, encode (with offsets), decode, pad batches
     train.py      `train_tokenizer`: a unigram vocabulary with ALBERT's special pieces, from raw text
-    add_words.py  `add_words`: new whole-word pieces after every existing id
+                  (TokenizerTrainConfig its settings, TokenizerFilesConfig what it reads and writes)
+    add_words.py  `add_words`: new whole-word pieces after every existing id (AddWordsConfig: its operands)
 
 A tokenizer directory holds spiece.model and litebert_tokenizer.json (its normalisation); transformers' files
 beside them (tokenizer.json, ...) are written by litebert.hf.
 """
 
-from litebert.tokenizer.add_words import add_words, read_words
+from litebert.tokenizer.add_words import AddWordsConfig, add_words, read_words
 from litebert.tokenizer.tokenizer import (
     MODEL_FILE,
     SETTINGS_FILE,
@@ -19,15 +20,17 @@ from litebert.tokenizer.tokenizer import (
     copy_tokenizer,
     truncate_pair,
 )
-from litebert.tokenizer.train import TokenizerTrainConfig, train_tokenizer
+from litebert.tokenizer.train import TokenizerFilesConfig, TokenizerTrainConfig, train_tokenizer
 
 __all__ = [
     "MODEL_FILE",
     "SETTINGS_FILE",
     "SPECIAL_TOKENS",
     "TOKENIZER_FILES",
+    "AddWordsConfig",
     "Encoding",
     "Tokenizer",
+    "TokenizerFilesConfig",
     "TokenizerTrainConfig",
     "add_words",
     "copy_tokenizer",

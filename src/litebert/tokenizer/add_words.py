@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +65,16 @@ def _new_word(base: Tokenizer, where: str, word: str) -> str:
     if "▁" in norm or word in SPECIAL_TOKENS.values() or norm in {p.lower() for p in SPECIAL_TOKENS.values()}:
         raise ValueError(f"{where}cannot add {word!r}: a special token or SentencePiece's word marker '▁', not a word")
     return norm
+
+
+@dataclass(kw_only=True)
+class AddWordsConfig:
+    """The tokenizer `add_words` extends, the words it adds and the directory it writes (the flags of `litebert
+    tokenizer add-words`)."""
+
+    tokenizer_dir: str = field(metadata={"help": "tokenizer directory to extend", "positional": True})
+    words_file: str = field(metadata={"help": "one word per line", "positional": True})
+    out: str = field(metadata={"help": "new tokenizer directory"})
 
 
 def add_words(

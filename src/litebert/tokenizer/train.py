@@ -167,6 +167,17 @@ def model_files(directory: Path) -> list[str]:
 MODEL_SUFFIXES = (".safetensors", ".bin")
 
 
+@dataclass(kw_only=True)
+class TokenizerFilesConfig:
+    """The corpus a tokenizer is trained on and the directory it is written to (the flags of `litebert tokenizer
+    train` beside TokenizerTrainConfig's); neither is part of the vocabulary's settings."""
+
+    inputs: list[str] = field(
+        metadata={"help": "files or directories (raw text, read like `text prepare`)", "positional": True, "nargs": "+"}
+    )
+    out: str = field(metadata={"help": "tokenizer directory to write"})
+
+
 def train_tokenizer(
     inputs: Paths,
     out_dir: str | Path,
