@@ -6,7 +6,7 @@ import os
 import pytest
 
 from litebert.finetune.tasks.common import table_delimiter
-from litebert.io import check_input_file, format_suffix, open_bytes, write_json
+from litebert.io import atomic_dir, check_input_file, format_suffix, open_bytes, write_json
 
 
 @pytest.mark.parametrize(
@@ -180,3 +180,22 @@ def test_a_config_string_that_is_not_utf8_is_named_with_its_field():
     for text in ('{"data_dir": "d\\udcff"}', '{"corpus": ["a", "b\\udcff"]}'):
         with pytest.raises(ValueError, match=r"job.json: Job\.(data_dir|corpus) must be text that UTF-8 can hold"):
             from_dict(Job, json.loads(text), source="job.json")
+
+
+def test_atomic_dir_puts_a_directory_in_place_whole_or_leaves_the_old_one(tmp_path):
+    final, tmp = tmp_path / "step_3", tmp_path / ".tmp-step_3"
+    (tmp_path / ".tmp-step_3").mkdir()
+    (tmp / "stale").write_text("left by a killed attempt")
+    with atomic_dir(final, tmp=tmp) as d:
+        assert d == tmp and list(d.iterdir()) == []  # an earlier attempt's leftovers are not kept
+        (d / "a").write_text("1")
+        assert not final.exists()  # nothing at the final name until the block completes
+    assert [p.name for p in final.iterdir()] == ["a"] and not tmp.exists()
+    with pytest.raises(RuntimeError, match="killed"), atomic_dir(final) as d:
+        (d / "b").write_text("2")
+        raise RuntimeError("killed")
+    assert [p.name for p in final.iterdir()] == ["a"]  # the old one, untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_3"]  # the failed attempt's directory removed
+    with atomic_dir(final, fsync=True) as d:  # a re-write replaces the old directory whole
+        (d / "c").write_text("3")
+    assert [p.name for p in final.iterdir()] == ["c"]

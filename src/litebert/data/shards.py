@@ -36,7 +36,7 @@ import numpy as np
 
 from litebert.data.integrity import REBUILD as _REBUILD
 from litebert.data.integrity import check_manifest, verify_shard
-from litebert.io import naming_full_disk
+from litebert.io import atomic_dir
 
 FORMAT_VERSION = 2  # 2: the manifest records each shard array's sha256 (splits.<split>.sha256)
 MANIFEST = "manifest.json"
@@ -158,27 +158,20 @@ def write_shard(split_dir: Path, index: int, batch: ExampleBatch, token_dtype: n
     removed on failure; a full disk is a DiskFullError naming the shard). Returns each array file's sha256."""
     final = split_dir / shard_name(index)
     tmp = split_dir / (shard_name(index) + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
     arrays = {"input_ids": batch.input_ids.astype(token_dtype), "offsets": batch.offsets.astype(np.int64)}
     arrays.update({name: getattr(batch, name) for name in batch._per_example()})
     digests = {}
-    try:
-        with naming_full_disk(final, needed=sum(a.nbytes + 128 for a in arrays.values())):
-            tmp.mkdir(parents=True)
-            for name, arr in arrays.items():
-                with open(tmp / f"{name}.npy", "wb") as f:
-                    hashing = _Hashing(f)
-                    np.save(hashing, np.ascontiguousarray(arr))  # type: ignore[arg-type]
-                    f.flush()
-                    os.fsync(f.fileno())
-                digests[name] = hashing.sha256.hexdigest()
-            # the shard's own record, renamed with it: a resumed build verifies the shards it keeps against it
-            (tmp / SHARD_RECORD).write_text(json.dumps(digests, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # a resume after freeing space starts from the finished shards
-        raise
+    # removed on failure: a resume after freeing space starts from the finished shards
+    with atomic_dir(final, tmp=tmp, needed=sum(a.nbytes + 128 for a in arrays.values())) as tmp:
+        for name, arr in arrays.items():
+            with open(tmp / f"{name}.npy", "wb") as f:
+                hashing = _Hashing(f)
+                np.save(hashing, np.ascontiguousarray(arr))  # type: ignore[arg-type]
+                f.flush()
+                os.fsync(f.fileno())
+            digests[name] = hashing.sha256.hexdigest()
+        # the shard's own record, renamed with it: a resumed build verifies the shards it keeps against it
+        (tmp / SHARD_RECORD).write_text(json.dumps(digests, sort_keys=True), encoding="utf-8")
     return digests
 
 

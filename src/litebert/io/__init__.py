@@ -31,6 +31,7 @@ from litebert.io.jsonfiles import read_json, write_json
 from litebert.io.locks import LOCK_FILE, DirectoryInUseError, DirectoryLock, lock_dir
 from litebert.io.writes import (
     DiskFullError,
+    atomic_dir,
     atomic_path,
     check_whole,
     copy_file,
@@ -52,6 +53,7 @@ __all__ = [
     "DirectoryInUseError",
     "DirectoryLock",
     "DiskFullError",
+    "atomic_dir",
     "atomic_path",
     "check_dir_path",
     "check_input_file",

@@ -1,9 +1,9 @@
 """Writing whole files or none: every file litebert writes goes to a temporary name first and is renamed when
-whole (`atomic_path`), and a full disk met on the way is a `DiskFullError` naming the file and the space it
-needed, the temporary file removed. A directory of files (a tokenizer, a model, a converted model) is written by
-`staged_files`: its old files or all the new ones at any instant of a kill, a half-moved one recognised by its
-journal's record and finished by the next writer (`settle`) or reader (`check_whole`), and what dead processes
-left behind removed."""
+whole (`atomic_path`; a new directory that appears whole, such as a checkpoint: `atomic_dir`), and a full disk met
+on the way is a `DiskFullError` naming the file and the space it needed, the temporary file removed. A directory
+of files (a tokenizer, a model, a converted model) is written by `staged_files`: its old files or all the new ones
+at any instant of a kill, a half-moved one recognised by its journal's record and finished by the next writer
+(`settle`) or reader (`check_whole`), and what dead processes left behind removed."""
 
 from __future__ import annotations
 
@@ -110,6 +110,34 @@ def atomic_path(path: str | Path, *, needed: int | None = None, fsync: bool = Fa
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_dir(
+    path: str | Path, *, tmp: str | Path | None = None, needed: int | None = None, fsync: bool = False
+) -> Iterator[Path]:
+    """A new, empty directory beside `path` for the block to fill, put in `path`'s place whole when the block
+    completes (an old `path` removed first) and removed when it fails, so `path` is never seen half written: a
+    checkpoint, a shard, a run's final model. `tmp` names that directory where a writer's own clean-up of killed
+    writes looks for it (default: temporary_name); one left there by an earlier attempt is replaced. A full disk is
+    re-raised as DiskFullError naming `path`; `fsync` as in atomic_path."""
+    path = Path(path)
+    tmp = Path(tmp) if tmp is not None else temporary_name(path)
+    try:
+        with naming_full_disk(path, needed):
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            tmp.mkdir(parents=True)
+            yield tmp
+            if fsync:
+                fsync_path(tmp)
+            if path.exists():
+                shutil.rmtree(path)
+            os.replace(tmp, path)
+            if fsync:
+                fsync_path(path.parent)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already after the rename
 
 
 def write_bytes(path: str | Path, data: bytes, *, fsync: bool = False) -> None:

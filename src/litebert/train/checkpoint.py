@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from litebert.io import fsync_path, naming_full_disk, write_bytes
+from litebert.io import atomic_dir, fsync_path, write_bytes
 from litebert.train import dist
 
 MARKER = "complete.json"
@@ -79,20 +79,10 @@ def save_checkpoint(
     root = checkpoint_dir(run_dir)
     final = root / f"{PREFIX}{step:08d}"
     tmp = root / f"{TMP_PREFIX}{final.name}-{os.getpid()}"
-    try:
-        with naming_full_disk(final, _checkpoint_bytes(root, trainer_state)):
-            root.mkdir(parents=True, exist_ok=True)
-            if tmp.exists():
-                shutil.rmtree(tmp)
-            tmp.mkdir()
-            _write_checkpoint(tmp, step, metric, write_model, trainer_state)
-            if final.exists():  # a re-save of the same step (e.g. final == periodic): replace it whole
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-            fsync_path(root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # a resume after freeing space finds no half-written directory
-        raise
+    # a re-save of the same step (e.g. final == periodic) replaces it whole; a failed one leaves no half-written
+    # directory for a resume after freeing space to find
+    with atomic_dir(final, tmp=tmp, needed=_checkpoint_bytes(root, trainer_state), fsync=True) as tmp:
+        _write_checkpoint(tmp, step, metric, write_model, trainer_state)
     prune(run_dir, keep_last)
     return final
 

@@ -38,7 +38,7 @@ from torch import nn
 from litebert.data.shards import TOKENIZER_DIR
 from litebert.hf.directory import load, load_config
 from litebert.hf.tokenizer import copy_tokenizer_with_hf_files
-from litebert.io import check_dir_path, field_flag, from_dict, lock_dir, make_dir, read_json, write_json
+from litebert.io import atomic_dir, check_dir_path, field_flag, from_dict, lock_dir, make_dir, read_json, write_json
 from litebert.model.config import ModelConfig
 from litebert.model.heads import AlbertForPretraining
 from litebert.model.params import TRAINING_COPIES, check_model_size
@@ -134,11 +134,9 @@ class RunFiles:
         state = dist.full_state_dict(model)  # collective under FSDP
         if not env.is_main:
             return None
-        out, tmp = self.run_dir / "model", self.run_dir / "model.partial"
-        shutil.rmtree(tmp, ignore_errors=True)
-        _write_model(tmp, state, dist.unwrap(model).config, self.tokenizer_dir)
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)  # "model" exists only whole
+        out = self.run_dir / "model"
+        with atomic_dir(out, tmp=self.run_dir / "model.partial") as tmp:  # "model" exists only whole
+            _write_model(tmp, state, dist.unwrap(model).config, self.tokenizer_dir)
         self.record_resume()
         write_json(eval_result, self.run_dir / EVAL_FILE)  # the step alone for data without a held-out split
         return out
