@@ -13,23 +13,20 @@ the task readers' own dataclasses, so that a file put in the cache's place canno
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import hashlib
 import importlib
 import io
 import json
-import os
 import pickle
 import warnings
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from litebert.finetune.tasks import Task, TaskData
-from litebert.io import make_dir, write_bytes
+from litebert.io import make_dir, waiting_lock, write_bytes
 
 KEPT = 4  # files: a task's train and dev, and the next task's while the last run's are still referenced
 READER_FIELDS = ("max_seq_length", "text_columns", "label_column", "doc_stride", "max_query_length", "max_qa_length")
@@ -124,7 +121,7 @@ def _through_cache(cache: Path, key: dict, build: Any) -> tuple[TaskData, dict]:
     """The cache file's features, or `build()`'s written there; one process builds while the others wait."""
     make_dir(cache, "the features cache")
     path = cache / cache_name(key)
-    with _file_lock(path.with_name(f".{path.name}.lock")):
+    with waiting_lock(path.with_name(f".{path.name}.lock")):
         if path.is_file():
             try:
                 got = read_cache_file(path, key)
@@ -135,24 +132,6 @@ def _through_cache(cache: Path, key: dict, build: Any) -> tuple[TaskData, dict]:
         data, filled = build()
         write_cache_file(path, key, data, filled)
         return data, filled
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive flock on `path`, waited for (the process building the features holds it); the lock file stays,
-    so that every process locks the same inode. Unguarded where there is no flock: at worst a file is built twice."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX
-        yield
-        return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        with contextlib.suppress(OSError):  # a file system without flock: unguarded, as above
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the flock
 
 
 def write_cache_file(path: Path, key: dict, data: TaskData, filled: dict) -> None:

@@ -12,7 +12,7 @@ Writers: every file litebert writes goes to a temporary name first and is rename
 directory of files, `staged_files`: the old files or all the new ones at any instant of a kill, `check_whole` for
 its readers), and a full disk met on the way is a `DiskFullError` naming the file and the
 space it needed, the temporary file removed. A command that writes a directory holds its lock (`lock_dir`): a
-second writer is refused with the holder named.
+second writer is refused with the holder named; work several processes would each do once waits on `waiting_lock`.
 """
 
 from litebert.io.configs import check_types, field_flag, field_label, flag_of, from_dict
@@ -28,7 +28,7 @@ from litebert.io.files import (
     open_bytes,
 )
 from litebert.io.jsonfiles import read_json, write_json
-from litebert.io.locks import LOCK_FILE, DirectoryInUseError, DirectoryLock, lock_dir
+from litebert.io.locks import LOCK_FILE, DirectoryInUseError, DirectoryLock, lock_dir, waiting_lock
 from litebert.io.writes import (
     DiskFullError,
     atomic_dir,
@@ -70,6 +70,7 @@ __all__ = [
     "fsync_path",
     "is_disk_full",
     "lock_dir",
+    "waiting_lock",
     "make_dir",
     "naming_full_disk",
     "open_bytes",

@@ -1,14 +1,17 @@
 """One writer per directory: a command that writes a directory holds its lock (`lock_dir`, DIR/.lock), and a
-second writer is refused with the holder named."""
+second writer is refused with the holder named. Work that several processes would each do once (a suite's
+tokenised features) is serialised by `waiting_lock` instead: the others wait, then find it done."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -124,3 +127,22 @@ def _holder(fd: int, *, wait: bool = False) -> str:
         return "holder unknown" if wait else ""
     said = f"pid {record.get('pid')} on host {record.get('host')}, started {record.get('started')}"
     return said + (f": {record['command']}" if record.get("command") else "")
+
+
+@contextlib.contextmanager
+def waiting_lock(path: str | Path) -> Iterator[None]:
+    """An exclusive flock on the file `path` for the block, waited for while another process holds it. The file
+    stays, so that every process locks the same inode. Unguarded where there is no flock (not POSIX, or a file
+    system without it): at worst two processes do the same work."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        with contextlib.suppress(OSError):  # a file system without flock: unguarded, as above
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
