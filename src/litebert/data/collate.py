@@ -36,7 +36,7 @@ from litebert.tokenizer.tokenizer import Tokenizer
 if TYPE_CHECKING:
     import torch
 
-BLOCK_SHARDS = 16  # shards whose examples are shuffled together (ShardSet keeps them all mapped)
+BLOCK_SHARDS = 16  # shards whose examples are shuffled together (ShardSet keeps them all in memory)
 
 
 class _Reader:
